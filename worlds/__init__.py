@@ -1,0 +1,44 @@
+"""Worlds: SQLite-backed environments an agent acts on, graded by what it changed.
+
+The public surface is exactly what `__all__` lists; see worlds/README.md for how to write
+a world.
+"""
+
+from ._clock import Clock
+from ._diff import Diff, RowChange, RowUpdate, TableDiff
+from ._errors import ToolError, UnknownFixture, UnknownTool, UnknownWorld, WorldDefinitionError, WorldError
+from ._fixture import FixtureContext, FixtureData, FixtureSpec, cache_dir
+from ._instance import CallRecord, Instance, ToolFailure, ToolResult
+from ._schema import Column, TableInfo
+from ._tool import Tool, ToolContext
+from ._world import Include, World, get_world, list_worlds
+
+__all__ = [
+    "CallRecord",
+    "Clock",
+    "Column",
+    "Diff",
+    "FixtureContext",
+    "FixtureData",
+    "FixtureSpec",
+    "Include",
+    "Instance",
+    "RowChange",
+    "RowUpdate",
+    "TableDiff",
+    "TableInfo",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolFailure",
+    "ToolResult",
+    "UnknownFixture",
+    "UnknownTool",
+    "UnknownWorld",
+    "World",
+    "WorldDefinitionError",
+    "WorldError",
+    "cache_dir",
+    "get_world",
+    "list_worlds",
+]

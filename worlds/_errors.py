@@ -1,0 +1,40 @@
+"""Errors of the world engine, split by who reads them.
+
+`ToolError` is written for the agent: a tool raises it to refuse a request, the call is rolled
+back and the agent reads the code and message. Everything else here is for the person who
+wrote or runs the world, and stops the command that hit it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ToolError(Exception):
+    """A tool refuses the request; the agent sees `code`, `message` and `details`."""
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+class WorldError(Exception):
+    """Base of every error about a world, its fixtures or its tools that a person must fix."""
+
+
+class WorldDefinitionError(WorldError):
+    """The world package itself is wrong: a bad schema, a tool that cannot be registered."""
+
+
+class UnknownWorld(WorldError):
+    """No world with that name could be imported."""
+
+
+class UnknownFixture(WorldError):
+    """The world has no fixture with that name."""
+
+
+class UnknownTool(WorldError):
+    """The world has no tool with that name."""

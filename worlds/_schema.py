@@ -1,0 +1,103 @@
+"""Read a world's tables from SQLite and install change capture on them.
+
+Change capture is three triggers per table writing to one log table. The triggers are
+part of the fixture's bytes, so an instance pays nothing for them when it is created, and
+a rolled-back tool call rolls its log rows back with it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from pydantic import BaseModel
+
+from ._errors import WorldDefinitionError
+
+CHANGE_TABLE = "_atoll_changes"
+INTERNAL_PREFIX = "_atoll"
+
+
+class Column(BaseModel):
+    name: str
+    type: str
+    not_null: bool
+    primary_key: bool
+
+
+class TableInfo(BaseModel):
+    """A table of a world: its columns and primary key (rows counted per fixture, not here)."""
+
+    name: str
+    columns: list[Column]
+    primary_key: list[str]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def read_tables(
+    connection: sqlite3.Connection, schema: str = "main", *, source: str = "schema"
+) -> list[TableInfo]:
+    """Describe every user table; refuse what change capture cannot key or serialise."""
+    names = [
+        row[0]
+        for row in connection.execute(
+            f"SELECT name FROM {_quote(schema)}.sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '\\_atoll%' ESCAPE '\\' ORDER BY name"
+        )
+    ]
+    tables = []
+    for name in names:
+        info = connection.execute(f"PRAGMA {_quote(schema)}.table_info({_quote(name)})").fetchall()
+        columns = [
+            Column(name=c[1], type=c[2] or "", not_null=bool(c[3]), primary_key=c[5] > 0) for c in info
+        ]
+        primary_key = [c[1] for c in sorted((c for c in info if c[5] > 0), key=lambda c: c[5])]
+        if not primary_key:
+            raise WorldDefinitionError(
+                f"{source}: table {name!r} has no PRIMARY KEY; every table needs one so that its "
+                "rows can be told apart in a diff"
+            )
+        blobs = [c.name for c in columns if "BLOB" in c.type.upper()]
+        if blobs:
+            raise WorldDefinitionError(
+                f"{source}: table {name!r} column {blobs[0]!r} is a BLOB; store text or numbers instead"
+            )
+        tables.append(TableInfo(name=name, columns=columns, primary_key=primary_key))
+    return tables
+
+
+def _json_row(prefix: str, columns: list[Column]) -> str:
+    pairs = ", ".join(f"'{c.name}', {prefix}.{_quote(c.name)}" for c in columns)
+    return f"json_object({pairs})"
+
+
+def install_capture(connection: sqlite3.Connection, tables: list[TableInfo], schema: str = "main") -> None:
+    """Create the change log and the triggers that fill it, in `schema`."""
+    s = _quote(schema)
+    statements = [
+        f"CREATE TABLE {s}.{CHANGE_TABLE} (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, "
+        "op TEXT NOT NULL, old TEXT, new TEXT)"
+    ]
+    for table in tables:
+        t = _quote(table.name)
+        old, new = _json_row("OLD", table.columns), _json_row("NEW", table.columns)
+        label = table.name.replace("'", "''")
+        trigger = f"{INTERNAL_PREFIX}_{table.name}"
+        statements += [
+            f"CREATE TRIGGER {s}.{_quote(trigger + '_ins')} AFTER INSERT ON {t} BEGIN "
+            f"INSERT INTO {CHANGE_TABLE} (tbl, op, new) VALUES ('{label}', 'insert', {new}); END",
+            f"CREATE TRIGGER {s}.{_quote(trigger + '_upd')} AFTER UPDATE ON {t} BEGIN "
+            f"INSERT INTO {CHANGE_TABLE} (tbl, op, old, new) VALUES ('{label}', 'update', {old}, {new}); END",
+            f"CREATE TRIGGER {s}.{_quote(trigger + '_del')} AFTER DELETE ON {t} BEGIN "
+            f"INSERT INTO {CHANGE_TABLE} (tbl, op, old) VALUES ('{label}', 'delete', {old}); END",
+        ]
+    for statement in statements:
+        connection.execute(statement)
+
+
+def select_row_sql(table: TableInfo, schema: str = "main") -> str:
+    """`SELECT * FROM table WHERE pk = ?` for one row by primary key."""
+    where = " AND ".join(f"{_quote(c)} = ?" for c in table.primary_key)
+    return f"SELECT * FROM {_quote(schema)}.{_quote(table.name)} WHERE {where}"
