@@ -1,0 +1,137 @@
+"""Git plumbing for harness versions: every accepted variant is one commit of the harness folder.
+
+Commits on the checked-out branch go through the ordinary index so the working tree and
+`git status` stay consistent. Commits on another branch (`--branch`) go through a private
+index and `commit-tree`, so the user's checkout, index and other files are never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+
+class GitError(Exception):
+    """A git command failed; the message carries git's own words."""
+
+
+def _git(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes | None = None) -> str:
+    completed = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    if completed.returncode != 0:
+        message = completed.stderr.decode(errors="replace").strip() or completed.stdout.decode(
+            errors="replace"
+        )
+        raise GitError(f"git {' '.join(args[:2])}: {message}")
+    return completed.stdout.decode(errors="replace")
+
+
+def repo_root(path: Path) -> Path:
+    """The top of the git work tree holding `path`; GitError when it is not in one."""
+    start = path if path.is_dir() else path.parent
+    return Path(_git("rev-parse", "--show-toplevel", cwd=start).strip())
+
+
+def relative_to_root(path: Path) -> tuple[Path, str]:
+    """(repository root, `path` relative to it, in git's slash form)."""
+    root = repo_root(path)
+    return root, path.resolve().relative_to(root.resolve()).as_posix()
+
+
+def dirty_files(path: Path) -> list[str]:
+    """Files under `path` with uncommitted changes, untracked ones included."""
+    root, relative = relative_to_root(path)
+    status = _git("status", "--porcelain", "--untracked-files=all", "--", relative, cwd=root)
+    return [line[3:] for line in status.splitlines() if line.strip()]
+
+
+def current_branch(path: Path) -> str | None:
+    """The checked-out branch, or None on a detached HEAD."""
+    root = repo_root(path)
+    name = _git("rev-parse", "--abbrev-ref", "HEAD", cwd=root).strip()
+    return None if name == "HEAD" else name
+
+
+def resolve_ref(path: Path, ref: str) -> str:
+    root = repo_root(path)
+    return _git("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=root).strip()
+
+
+def files_at(path: Path, ref: str) -> dict[str, str]:
+    """The text files under `path` as they were at `ref`, keyed by path relative to `path`."""
+    root, relative = relative_to_root(path)
+    listing = _git("ls-tree", "-r", "--name-only", ref, "--", relative, cwd=root)
+    files = {}
+    for name in listing.splitlines():
+        files[name[len(relative) + 1 :]] = _git("show", f"{ref}:{name}", cwd=root)
+    return files
+
+
+def commit_folder(
+    path: Path, message: str, *, branch: str | None = None, files: dict[str, str] | None = None
+) -> str:
+    """Commit the folder `path` as one commit that touches nothing else; return its sha.
+
+    Without `branch` (or with the checked-out one) the folder's working-tree files are
+    committed on HEAD. With another `branch`, `files` (relative to `path`) become the
+    folder's content in a commit on that branch, created from HEAD if it does not exist.
+    """
+    root, relative = relative_to_root(path)
+    if branch is None or branch == current_branch(path):
+        _git("add", "--all", "--", relative, cwd=root)
+        _git("commit", "--quiet", "--no-verify", "-m", message, "--", relative, cwd=root)
+        return _git("rev-parse", "HEAD", cwd=root).strip()
+    if files is None:
+        raise ValueError("committing to another branch needs the folder's files")
+    ref = f"refs/heads/{branch}"
+    try:
+        parent = expected = _git("rev-parse", "--verify", ref, cwd=root).strip()
+    except GitError:  # a new branch starts from HEAD; update-ref then checks it still does not exist
+        parent, expected = _git("rev-parse", "HEAD", cwd=root).strip(), "0" * 40
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        _git("read-tree", parent, cwd=root, env=env)
+        _git(
+            "rm",
+            "-r",
+            "--cached",
+            "--force",
+            "--quiet",
+            "--ignore-unmatch",
+            "--",
+            relative,
+            cwd=root,
+            env=env,
+        )
+        for name, text in sorted(files.items()):
+            blob = _git("hash-object", "-w", "--stdin", cwd=root, stdin=text.encode()).strip()
+            _git(
+                "update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}/{name}", cwd=root, env=env
+            )
+        tree = _git("write-tree", cwd=root, env=env).strip()
+    commit = _git("commit-tree", tree, "-p", parent, "-m", message, cwd=root).strip()
+    _git("update-ref", ref, commit, expected, cwd=root)
+    return commit
+
+
+def log_of(path: Path, *, limit: int = 100, grep: str | None = None) -> list[tuple[str, str, str]]:
+    """(sha, date, full message) of the commits that touched `path`, newest first."""
+    root, relative = relative_to_root(path)
+    args = ["log", f"-n{limit}", "--format=%H%x1f%cI%x1f%B%x1e"]
+    if grep:
+        args.append(f"--grep={grep}")
+    raw = _git(*args, "--", relative, cwd=root)
+    entries = []
+    for record in raw.split("\x1e"):
+        if record.strip():
+            sha, date, message = record.strip("\n").split("\x1f", 2)
+            entries.append((sha, date, message.strip()))
+    return entries
