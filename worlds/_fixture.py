@@ -25,7 +25,7 @@ import sqlite_utils
 
 from ._clock import parse_timestamp
 
-ENGINE_VERSION = "1"
+ENGINE_VERSION = "2"
 
 
 def cache_dir() -> Path:

@@ -1,8 +1,10 @@
 """An instance: a private in-memory copy of a fixture that tools change and graders read.
 
-Creating one is a `deserialize` of the fixture's bytes plus a few pragmas and functions, so
-hundreds can live in one process. Every tool call is one transaction; the capture
-triggers log its row changes, and `diff()` compares every touched row with the fixture.
+An instance holds a connection from the fixture's pool (a fresh `deserialize` of the
+fixture's bytes, or a warm copy rolled back to them), so hundreds can live in one process.
+Every tool call is one savepoint inside the instance's outer transaction; the capture
+triggers log the keys it changed, and the rows behind those keys are read by key, so the
+log and `diff()` hold exact values and cost nothing for rows nobody touched.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from ._clock import TIMESTAMP_FORMAT, Clock
 from ._diff import Diff, Row, RowChange, RowUpdate, TableDiff, changed_columns, sort_key
 from ._errors import ToolError
 from ._fixture import FixtureData
+from ._pool import ConnectionPool, open_copy
 from ._schema import CHANGE_TABLE, TableInfo, select_row_sql
-from ._sqltime import install_clock
 from ._tool import Tool, ToolContext, describe_validation_error
 
 if TYPE_CHECKING:
@@ -70,22 +72,19 @@ class CallRecord(BaseModel):
     duration_ms: float
 
 
-def _dict_row(cursor: sqlite3.Cursor, row: tuple) -> dict[str, Any]:
-    return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
-
-
 def _rng_seed(fixture_sha256: str, seed: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{fixture_sha256}:{seed}".encode()).digest()[:8], "big")
 
 
 class _FixtureReader:
-    """A shared read-only copy of a fixture, for looking up the `before` side of a diff."""
+    """A shared read-only copy of a fixture, for the `before` side of changes and diffs."""
 
     _readers: ClassVar[dict[int, _FixtureReader]] = {}
     _guard = threading.Lock()
 
     def __init__(self, fixture: FixtureData) -> None:
-        self.connection = _open(fixture)
+        self.fixture = fixture
+        self.connection = open_copy(fixture)
         self.connection.execute("PRAGMA query_only = ON")
         self.lock = threading.Lock()
 
@@ -93,26 +92,13 @@ class _FixtureReader:
     def of(cls, fixture: FixtureData) -> _FixtureReader:
         with cls._guard:
             reader = cls._readers.get(id(fixture))
-            if reader is None:
+            if reader is None or reader.fixture is not fixture:
                 reader = cls._readers[id(fixture)] = cls(fixture)
             return reader
 
     def row(self, sql: str, key: tuple) -> Row | None:
         with self.lock:
             return self.connection.execute(sql, key).fetchone()
-
-
-def _open(fixture: FixtureData) -> sqlite3.Connection:
-    connection = sqlite3.connect(
-        ":memory:", isolation_level=None, check_same_thread=False, cached_statements=32
-    )
-    connection.deserialize(fixture.parts["main"])
-    for part, blob in fixture.parts.items():
-        if part != "main":
-            connection.execute(f"ATTACH ':memory:' AS {part}")
-            connection.deserialize(blob, name=part)
-    connection.row_factory = _dict_row
-    return connection
 
 
 class Instance:
@@ -126,14 +112,16 @@ class Instance:
         self.log: list[CallRecord] = []
         self._tools = world.tools
         self._tables = world.tables
-        self._connection = _open(fixture)
-        self._connection.execute("PRAGMA foreign_keys = ON")
-        # REPLACE deletes the conflicting row; only with recursive triggers is that delete logged.
-        self._connection.execute("PRAGMA recursive_triggers = ON")
-        install_clock(self._connection, self.now)
+        self._pool = ConnectionPool.of(fixture)
+        self._pooled = self._pool.acquire(self.now)
+        self._connection = self._pooled.connection
+        self._reusable = True
         self.rng = random.Random(_rng_seed(fixture.sha256, seed))
         self._context = ToolContext(self._connection, self.now, self.rng, set())
         self._log_position = dict.fromkeys(fixture.parts, 0)
+        # Every row any call touched: its value in the fixture and its value now (None: absent).
+        self._original: dict[tuple[str, tuple], Row | None] = {}
+        self._current: dict[tuple[str, tuple], Row | None] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -144,7 +132,10 @@ class Instance:
         self.close()
 
     def close(self) -> None:
-        self._connection.close()
+        """Give the connection back, rolled back to the fixture; the instance is unusable after."""
+        if self._pooled is not None:
+            self._pool.release(self._pooled, reusable=self._reusable)
+            self._pooled = None
 
     # -- what the agent uses -------------------------------------------------------------------
 
@@ -158,20 +149,20 @@ class Instance:
         return [self._tools[name].schema() for name in chosen]
 
     def call(self, name: str, /, **arguments: Any) -> ToolResult:
-        """Run one tool as one transaction; failures come back as a ToolResult, never raise."""
+        """Run one tool atomically; failures come back as a ToolResult, never raise."""
         started = time.perf_counter()
         at = self.now().strftime(TIMESTAMP_FORMAT)
         changes: list[RowChange] = []
         tool = self._tools.get(name)
         if tool is None:
-            result = self._failure(
+            result = _failure(
                 name, "unknown_tool", f"There is no tool {name!r}. Tools: {', '.join(self._tools)}."
             )
         else:
             try:
                 kwargs = tool.validate(arguments)
             except ValidationError as error:
-                result = self._failure(name, "invalid_arguments", describe_validation_error(error))
+                result = _failure(name, "invalid_arguments", describe_validation_error(error))
             else:
                 result, changes = self._run(tool, kwargs)
         self.log.append(
@@ -189,93 +180,99 @@ class Instance:
         )
         return result
 
-    def _failure(self, tool: str, kind: str, message: str, details: dict | None = None) -> ToolResult:
-        return ToolResult(
-            tool=tool, ok=False, error=ToolFailure(type=kind, message=message, details=details or {})
-        )
-
     def _run(self, tool: Tool, kwargs: dict[str, Any]) -> tuple[ToolResult, list[RowChange]]:
         connection = self._connection
-        connection.execute("BEGIN")
+        connection.execute("SAVEPOINT atoll_call")
         written_before = connection.total_changes
         try:
             value = to_jsonable_python(tool.function(self._context, **kwargs))
+            if not connection.in_transaction:
+                self._reusable = False
+                raise _TransactionEnded(f"tool {tool.name!r} ended the instance's transaction (COMMIT?)")
             wrote = connection.total_changes != written_before
             if wrote and not tool.writes:
                 raise _ReadOnlyViolation(f"tool {tool.name!r} is declared writes=False but changed rows")
-            changes, positions = self._new_changes() if wrote else ([], self._log_position)
-            connection.execute("COMMIT")
-            self._log_position = positions
+            changes = self._collect_changes() if wrote else []
+            connection.execute("RELEASE atoll_call")
             return ToolResult(tool=tool.name, ok=True, value=value), changes
         except ToolError as error:
-            self._rollback()
-            return self._failure(tool.name, error.code, error.message, to_jsonable_python(error.details)), []
+            self._undo_call()
+            return _failure(tool.name, error.code, error.message, to_jsonable_python(error.details)), []
         except sqlite3.IntegrityError as error:
-            self._rollback()
-            return self._failure(tool.name, "constraint_violation", str(error)), []
+            self._undo_call()
+            return _failure(tool.name, "constraint_violation", str(error)), []
         except Exception as error:
-            self._rollback()
+            self._undo_call()
             log.warning("world bug in %s.%s: %r", self.world.name, tool.name, error)
             message = f"{tool.name} failed inside the world: {type(error).__name__}: {error}"
-            return self._failure(tool.name, "world_bug", message), []
+            return _failure(tool.name, "world_bug", message), []
         except BaseException:
-            self._rollback()
+            self._undo_call()
             raise
 
-    def _rollback(self) -> None:
+    def _undo_call(self) -> None:
         if self._connection.in_transaction:
-            self._connection.execute("ROLLBACK")
+            self._connection.execute("ROLLBACK TO atoll_call")
+            self._connection.execute("RELEASE atoll_call")
 
-    def _new_changes(self) -> tuple[list[RowChange], dict[str, int]]:
-        changes: list[RowChange] = []
-        positions = dict(self._log_position)
+    def _collect_changes(self) -> list[RowChange]:
+        """The rows this call changed, in the order it first touched them, with exact values.
+
+        On success the caches move forward; if the call is undone later in `_run` they are
+        not consulted again for it, because the log positions only advance here.
+        """
+        touched: dict[tuple[str, tuple], None] = {}
         for part, position in self._log_position.items():
             rows = self._connection.execute(
-                f"SELECT seq, tbl, op, old, new FROM {part}.{CHANGE_TABLE} WHERE seq > ? ORDER BY seq",
+                f"SELECT seq, tbl, old_key, new_key FROM {part}.{CHANGE_TABLE} WHERE seq > ? ORDER BY seq",
                 (position,),
             ).fetchall()
             for row in rows:
                 label = row["tbl"] if part == "main" else f"{part}.{row['tbl']}"
-                changes.extend(self._row_changes(label, row))
-                positions[part] = row["seq"]
-        return changes, positions
+                for key in (row["old_key"], row["new_key"]):
+                    if key is not None:
+                        touched[(label, tuple(json.loads(key)))] = None
+                self._log_position[part] = row["seq"]
+        changes = []
+        for label, key in touched:
+            table = self._tables[label]
+            before = self._row_now(label, key)
+            after = self._connection.execute(_select(table, label), key).fetchone()
+            self._current[(label, key)] = after
+            change = _row_change(label, table, key, before, after)
+            if change is not None:
+                changes.append(change)
+        return changes
 
-    def _row_changes(self, label: str, row: Row) -> list[RowChange]:
-        primary_key = self._tables[label].primary_key
-        old = json.loads(row["old"]) if row["old"] else None
-        new = json.loads(row["new"]) if row["new"] else None
-        if row["op"] == "insert":
-            return [RowChange(table=label, op="insert", key={c: new[c] for c in primary_key}, after=new)]
-        if row["op"] == "delete":
-            return [RowChange(table=label, op="delete", key={c: old[c] for c in primary_key}, before=old)]
-        old_key, new_key = {c: old[c] for c in primary_key}, {c: new[c] for c in primary_key}
-        if old_key != new_key:  # a primary-key change is a delete of one row and an insert of another
-            return [
-                RowChange(table=label, op="delete", key=old_key, before=old),
-                RowChange(table=label, op="insert", key=new_key, after=new),
-            ]
-        before, after = changed_columns(old, new)
-        return [RowChange(table=label, op="update", key=new_key, before=before, after=after)]
+    def _row_now(self, label: str, key: tuple) -> Row | None:
+        """The row's value before this call: last seen, else as in the fixture."""
+        if (label, key) not in self._current:
+            original = _FixtureReader.of(self.fixture).row(_select(self._tables[label], label), key)
+            self._original[(label, key)] = self._current[(label, key)] = original
+        return self._current[(label, key)]
 
     # -- what graders and people read ----------------------------------------------------------
 
     def diff(self) -> Diff:
         """The net row-level difference from the fixture, exact to the stored values."""
-        touched: dict[str, dict[tuple, Row]] = {}
-        for record in self.log:
-            for change in record.changes:
-                touched.setdefault(change.table, {})[tuple(change.key.values())] = change.key
-        reader = _FixtureReader.of(self.fixture)
+        by_table: dict[str, list[tuple]] = {}
+        for label, key in self._current:
+            by_table.setdefault(label, []).append(key)
         tables: dict[str, TableDiff] = {}
-        for label in sorted(touched):
+        for label in sorted(by_table):
             table = self._tables[label]
-            sql = select_row_sql(table, label.rpartition(".")[0] or "main")
             table_diff = TableDiff()
-            for key in sorted(touched[label].values(), key=sort_key):
-                values = tuple(key.values())
-                before = reader.row(sql, values)
-                after = self._connection.execute(sql, values).fetchone()
-                _classify(table_diff, table, key, before, after)
+            for key in sorted(by_table[label], key=lambda k: sort_key(dict(enumerate(k)))):
+                before, after = self._original[(label, key)], self._current[(label, key)]
+                if before is None and after is not None:
+                    table_diff.inserted.append(after)
+                elif before is not None and after is None:
+                    table_diff.deleted.append(before)
+                elif before is not None and after is not None:
+                    old, new = changed_columns(before, after)
+                    if new:
+                        key_columns = dict(zip(table.primary_key, key, strict=True))
+                        table_diff.updated.append(RowUpdate(key=key_columns, before=old, after=new))
             if table_diff.count:
                 tables[label] = table_diff
         return Diff(tables=tables)
@@ -287,13 +284,15 @@ class Instance:
         try:
             return connection.execute(sql, params).fetchall()
         finally:
+            if not connection.in_transaction:
+                self._reusable = False
             connection.execute("PRAGMA query_only = OFF")
 
     def table_rows(self, table: str, limit: int = 50) -> list[Row]:
         """The first rows of a table, for people looking inside an instance."""
-        schema, _, bare = table.rpartition(".")
         if table not in self._tables:
             raise KeyError(table)
+        schema, _, bare = table.rpartition(".")
         return self.query(f'SELECT * FROM {schema or "main"}."{bare}" LIMIT ?', (limit,))
 
     def row_counts(self) -> dict[str, int]:
@@ -304,16 +303,34 @@ class Instance:
         return counts
 
 
+def _failure(tool: str, kind: str, message: str, details: dict | None = None) -> ToolResult:
+    return ToolResult(
+        tool=tool, ok=False, error=ToolFailure(type=kind, message=message, details=details or {})
+    )
+
+
+def _select(table: TableInfo, label: str) -> str:
+    return select_row_sql(table, label.rpartition(".")[0] or "main")
+
+
+def _row_change(
+    label: str, table: TableInfo, key: tuple, before: Row | None, after: Row | None
+) -> RowChange | None:
+    key_columns = dict(zip(table.primary_key, key, strict=True))
+    if before is None and after is not None:
+        return RowChange(table=label, op="insert", key=key_columns, after=after)
+    if before is not None and after is None:
+        return RowChange(table=label, op="delete", key=key_columns, before=before)
+    if before is not None and after is not None:
+        old, new = changed_columns(before, after)
+        if new:
+            return RowChange(table=label, op="update", key=key_columns, before=old, after=new)
+    return None
+
+
+class _TransactionEnded(Exception):
+    """A tool committed or rolled back the instance's transaction itself: a world bug."""
+
+
 class _ReadOnlyViolation(Exception):
     """A writes=False tool changed rows: the world's author must fix the declaration."""
-
-
-def _classify(diff: TableDiff, table: TableInfo, key: Row, before: Row | None, after: Row | None) -> None:
-    if before is None and after is not None:
-        diff.inserted.append(after)
-    elif before is not None and after is None:
-        diff.deleted.append(before)
-    elif before is not None and after is not None:
-        old, new = changed_columns(before, after)
-        if old or new:
-            diff.updated.append(RowUpdate(key=key, before=old, after=new))

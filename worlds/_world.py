@@ -36,6 +36,8 @@ from ._schema import TableInfo, install_capture, read_tables
 from ._sqltime import install_clock
 from ._tool import Tool, make_tool
 
+FIXTURE_PAGE_SIZE = 1024
+
 
 @dataclass(frozen=True)
 class Include:
@@ -257,6 +259,9 @@ class World:
         started = time.perf_counter()
         self.validate()
         connection = sqlite3.connect(":memory:")
+        # Small pages: a fixture has a b-tree per table and index, each at least one page, and
+        # every live instance holds a full copy, so 1 KiB pages keep small fixtures small.
+        connection.execute(f"PRAGMA page_size = {FIXTURE_PAGE_SIZE}")
         install_clock(connection, lambda: spec.epoch)
         for include in self._includes:
             part = self._included(include).load_fixture(self._included_spec(include, spec.name).name)

@@ -1,0 +1,181 @@
+"""Figures for the world engine: instance creation, diff, and memory for many live instances.
+
+    python benchmarks/worlds.py            # prints one table
+
+Instance creation is timed to the first query (SQLite parses the schema then), three ways
+side by side: Atoll cold (a fresh `deserialize` of the fixture's bytes), Atoll pooled (a
+warm connection rolled back to the fixture, as in a batch), and the plain approach (copy
+the fixture file, open it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# This script is named like the package it measures: put the repository, not this folder, first.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from worlds import get_world  # noqa: E402
+
+WORLD = "helpdesk"
+
+
+def median_ms(action: Callable[[], object], repeats: int) -> float:
+    timings = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings) * 1000
+
+
+def creation_figures(fixture: str, repeats: int) -> dict[str, float]:
+    world = get_world(WORLD)
+    data = world.load_fixture(fixture)
+    blob = data.parts["main"]
+
+    def cold() -> None:
+        connection = sqlite3.connect(":memory:")
+        connection.deserialize(blob)
+        connection.execute("SELECT 1 FROM customers LIMIT 1").fetchall()
+        connection.close()
+
+    live = []
+
+    def atoll_cold() -> None:  # the pool stays empty while these live: deserialize + schema parse
+        instance = world.instance(fixture)
+        instance.query("SELECT 1 FROM customers LIMIT 1")
+        live.append(instance)
+
+    def atoll_pooled() -> None:
+        with world.instance(fixture) as instance:
+            instance.query("SELECT 1 FROM customers LIMIT 1")
+
+    scratch = Path(tempfile.mkdtemp())
+    source = scratch / "fixture.sqlite"
+    source.write_bytes(blob)
+
+    def plain_copy() -> None:
+        target = scratch / "copy.sqlite"
+        shutil.copyfile(source, target)
+        connection = sqlite3.connect(target)
+        connection.execute("SELECT 1 FROM customers LIMIT 1").fetchall()
+        connection.close()
+
+    from worlds._pool import ConnectionPool
+
+    ConnectionPool.of(data).idle.clear()
+    cold_ms = median_ms(atoll_cold, repeats)
+    for instance in live:
+        instance.close()
+    figures = {
+        "bytes": len(blob),
+        "deserialize_only": median_ms(cold, repeats),
+        "atoll_cold": cold_ms,
+        "atoll_pooled": median_ms(atoll_pooled, repeats),
+        "plain_copy": median_ms(plain_copy, repeats),
+    }
+    shutil.rmtree(scratch)
+    return figures
+
+
+def diff_after_five_calls(repeats: int) -> float:
+    world = get_world(WORLD)
+    with world.instance("big_retailer") as probe:
+        order = probe.query(
+            "SELECT o.id, o.customer_id, c.email FROM orders o JOIN customers c ON c.id = o.customer_id "
+            "WHERE o.status = 'delivered' ORDER BY o.id LIMIT 1"
+        )[0]
+    timings = []
+    for _ in range(repeats):
+        with world.instance("big_retailer") as instance:
+            instance.call("find_customer", email=order["email"])
+            instance.call("get_order", order_id=order["id"])
+            instance.call("add_order_note", order_id=order["id"], note="Customer called about the delivery.")
+            instance.call(
+                "issue_store_credit", customer_id=order["customer_id"], amount=10.0, reason="late delivery"
+            )
+            instance.call("partial_refund", order_id=order["id"], amount=5.0, reason="scratched lid")
+            started = time.perf_counter()
+            diff = instance.diff()
+            timings.append(time.perf_counter() - started)
+            assert diff.summary(), "the episode should have changed the world"
+    return statistics.median(timings) * 1000
+
+
+MEMORY_PROBE = """
+import gc, sys
+from worlds import get_world
+def rss():
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * 4096
+world = get_world('helpdesk')
+world.load_fixture('small_shop')
+with world.instance('small_shop') as warm:
+    warm.call('add_order_note', order_id='ORD-1001', note='warm-up')
+gc.collect()
+before = rss()
+instances = [world.instance('small_shop', seed=i) for i in range(1000)]
+for instance in instances:
+    instance.call('add_order_note', order_id='ORD-1001', note='one write each')
+gc.collect()
+print(rss() - before)
+"""
+
+
+def memory_for_1000_instances() -> int:
+    completed = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE], capture_output=True, text=True, check=True
+    )
+    return int(completed.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    console = Console()
+    get_world(WORLD).load_fixture("big_retailer")  # build outside the timings
+    table = Table(title=f"World engine figures ({WORLD}; medians)")
+    for column in ("figure", "small_shop", "big_retailer", "target"):
+        table.add_column(column, justify="right" if column != "figure" else "left")
+    small, big = creation_figures("small_shop", 300), creation_figures("big_retailer", 40)
+    table.add_row("fixture size", f"{small['bytes'] / 1024:.0f} KiB", f"{big['bytes'] / 2**20:.1f} MiB", "")
+    table.add_row(
+        "create: Atoll pooled (batch reuse)",
+        f"{small['atoll_pooled']:.3f} ms",
+        f"{big['atoll_pooled']:.3f} ms",
+        "",
+    )
+    table.add_row(
+        "create: Atoll cold (fresh copy)",
+        f"{small['atoll_cold']:.3f} ms",
+        f"{big['atoll_cold']:.3f} ms",
+        "≤ 0.5 / 3 ms",
+    )
+    table.add_row(
+        "create: deserialize + parse only",
+        f"{small['deserialize_only']:.3f} ms",
+        f"{big['deserialize_only']:.3f} ms",
+        "",
+    )
+    table.add_row(
+        "create: plain file copy + open", f"{small['plain_copy']:.3f} ms", f"{big['plain_copy']:.3f} ms", ""
+    )
+    table.add_row("diff after a 5-call episode", "", f"{diff_after_five_calls(40):.3f} ms", "≤ 5 ms")
+    table.add_row(
+        "memory, 1,000 live instances", f"{memory_for_1000_instances() / 2**20:.0f} MiB", "", "< 300 MiB"
+    )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
