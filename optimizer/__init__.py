@@ -3,6 +3,18 @@
 The public surface is exactly what `__all__` lists.
 """
 
+from ._config import (
+    OptimizeConfig,
+    OptimizerError,
+    OptimizeResult,
+    OptimizerEvent,
+    OptimizerPaused,
+    OptimizerStatus,
+    StepRecord,
+)
+from ._loop import commit_message, optimize
+from ._operators import AddDemo, DropDemo, ExposeTool, HideTool, ReorderDemos, TuneSampling, default_operators
+from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unified_patch
 from .stats import (
     AcceptanceRule,
     Comparison,
@@ -19,14 +31,35 @@ from .stats import (
 
 __all__ = [
     "AcceptanceRule",
+    "AddDemo",
     "Comparison",
     "Decision",
+    "DropDemo",
+    "ExposeTool",
+    "FailureReport",
     "GateRule",
     "GateVerdict",
+    "HideTool",
+    "OptimizeConfig",
+    "OptimizeResult",
+    "OptimizerError",
+    "OptimizerEvent",
+    "OptimizerPaused",
+    "OptimizerStatus",
     "PairedScores",
+    "Proposal",
+    "ProposalContext",
+    "Proposer",
+    "ReorderDemos",
+    "StepRecord",
+    "TuneSampling",
     "bootstrap_lower_bound",
+    "commit_message",
     "compare",
     "decide",
+    "default_operators",
     "gate",
+    "optimize",
     "sign_test_greater",
+    "unified_patch",
 ]

@@ -135,3 +135,23 @@ def log_of(path: Path, *, limit: int = 100, grep: str | None = None) -> list[tup
             sha, date, message = record.strip("\n").split("\x1f", 2)
             entries.append((sha, date, message.strip()))
     return entries
+
+
+def find_commit(path: Path, text: str, *, ref: str = "HEAD", depth: int = 50) -> str | None:
+    """The newest of the last `depth` commits on `ref` touching `path` whose message holds `text`."""
+    root, relative = relative_to_root(path)
+    try:
+        found = _git(
+            "log",
+            ref,
+            f"-n{depth}",
+            "--fixed-strings",
+            f"--grep={text}",
+            "--format=%H",
+            "--",
+            relative,
+            cwd=root,
+        )
+    except GitError:  # an unborn branch: nothing committed there yet
+        return None
+    return found.split()[0] if found.strip() else None

@@ -1,0 +1,127 @@
+"""The optimizer's inputs, progress events and result, as pydantic models.
+
+The CLI builds an `OptimizeConfig` from its options and renders the `OptimizerStatus`
+snapshots the loop streams; a product embedding Atoll does the same from Python.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .stats import AcceptanceRule, Decision
+
+Strategy = Literal["greedy", "pareto"]
+
+
+class OptimizeConfig(BaseModel):
+    """Everything that shapes an optimization run; stored with the run so `--resume` repeats it."""
+
+    harness: Path = Field(description="The harness folder to improve (it must be clean in git to commit).")
+    suite: Path | None = Field(None, description="The eval suite; default evals/<the harness's world>.")
+    model: str | None = Field(
+        None, description="The agent's model; default $ATOLL_MODEL, else the harness's."
+    )
+    proposer_model: str | None = Field(None, description="Enables the LLM proposer with this model.")
+    strategy: Strategy = "greedy"
+    operators: list[str] | None = Field(None, description="LLM-free operators to use; default all.")
+    k: int = Field(1, ge=1, description="Seeds per val task in the gate set.")
+    screen_size: int = Field(6, ge=1, description="Train tasks in a candidate's screening minibatch.")
+    max_proposals: int = Field(12, ge=0)
+    patience: int | None = Field(None, ge=1, description="Stop after this many rejections in a row.")
+    max_episodes: int | None = Field(None, ge=1)
+    max_model_calls: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, gt=0)
+    max_minutes: float | None = Field(15.0, gt=0)
+    concurrency: int = Field(4, ge=1)
+    branch: str | None = Field(
+        None, description="Commit accepted variants here instead of the current branch."
+    )
+    commit: bool = Field(True, description="Commit accepted variants to git (off: only write the files).")
+    seed: int = 0
+    rule: AcceptanceRule = Field(default_factory=AcceptanceRule)
+    score_test: bool = Field(True, description="Score the test split at the start and end, for the report.")
+
+
+class OptimizerStatus(BaseModel):
+    """A snapshot of the run, sent with every event: what the live view shows."""
+
+    run_id: str
+    stage: str = "starting"
+    message: str = ""
+    iteration: int = 0
+    max_proposals: int = 0
+    incumbent_hash: str = ""
+    incumbent_score: float | None = None
+    start_score: float | None = None
+    operator: str | None = None
+    rationale: str | None = None
+    batch_done: int = 0
+    batch_total: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    episodes: int = 0
+    model_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    elapsed_s: float = 0.0
+
+
+class OptimizerEvent(BaseModel):
+    """Something happened: `kind` says what, `status` is the run's state right after it."""
+
+    kind: Literal[
+        "start", "evaluate", "progress", "proposal", "screen", "decision", "commit", "paused", "finish"
+    ]
+    status: OptimizerStatus
+    decision: Decision | None = None
+
+
+class StepRecord(BaseModel):
+    """One proposal's fate, as the summary and the report list it."""
+
+    iteration: int
+    operator: str
+    rationale: str
+    verdict: str  # accept, reject, void, screened_out, invalid, none
+    incumbent_score: float | None = None
+    candidate_score: float | None = None
+    p_value: float | None = None
+    lower_bound: float | None = None
+    commit: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+
+
+class OptimizeResult(BaseModel):
+    """What a finished (or paused) run found."""
+
+    run_id: str
+    status: Literal["finished", "paused", "interrupted"]
+    stop_reason: str
+    start_hash: str
+    final_hash: str
+    val_start: float | None
+    val_final: float | None
+    test_start: float | None = None
+    test_final: float | None = None
+    steps: list[StepRecord] = Field(default_factory=list)
+    final_patch: str = ""
+    episodes: int = 0
+    model_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    elapsed_s: float = 0.0
+
+    @property
+    def accepted(self) -> list[StepRecord]:
+        return [step for step in self.steps if step.verdict == "accept"]
+
+
+class OptimizerError(Exception):
+    """The run cannot start or go on as configured (dirty harness, no git, bad options)."""
+
+
+class OptimizerPaused(Exception):
+    """The model stopped answering; the run is stored and resumes with `--resume RUN`."""

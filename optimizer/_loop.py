@@ -1,0 +1,585 @@
+"""The optimization loop: propose, screen, confirm against the incumbent, commit only real wins.
+
+Each iteration draws its randomness from (run seed, iteration) and names every evaluation by
+(run, role, harness hash), so a resumed run regenerates the same proposal and finds the
+episodes it already ran in the store instead of running them again.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evals import BatchProgress, BatchResult, RunStore, Suite, evaluate_batch, load_suite
+from harnesses import Harness, HarnessError, load_harness
+from harnesses.models import Model, check_credentials, get_model, resolve_model
+
+from . import _git as git
+from ._config import (
+    OptimizeConfig,
+    OptimizerError,
+    OptimizeResult,
+    OptimizerEvent,
+    OptimizerPaused,
+    OptimizerStatus,
+    StepRecord,
+)
+from ._operators import default_operators
+from ._proposal import FailureReport, Proposal, ProposalContext, unified_patch
+from ._records import Records
+from .stats import Decision, PairedScores, decide
+
+OnEvent = Callable[[OptimizerEvent], None]
+
+
+def new_optimization_id() -> str:
+    from evals._store import new_run_id
+
+    return new_run_id("opt")
+
+
+def _mean(scores: dict[str, list[float | None]]) -> float | None:
+    per_task = [sum(s or 0.0 for s in values) / len(values) for values in scores.values() if values]
+    return sum(per_task) / len(per_task) if per_task else None
+
+
+def _failure_report(result: Any, suite: Suite) -> FailureReport:
+    episode = result.episode
+    lines = []
+    for event in episode.events:
+        if event.kind in ("user", "assistant", "thought", "return"):
+            lines.append(f"[{event.agent}] {event.kind}: {event.content}")
+        elif event.kind == "tool_call":
+            lines.append(f"[{event.agent}] call {event.tool} {json.dumps(event.arguments, default=str)}")
+        elif event.kind == "tool_result":
+            body = event.result if event.ok else event.error
+            lines.append(f"[{event.agent}] result: {json.dumps(body, default=str)[:300]}")
+        elif event.kind == "error":
+            lines.append(f"[{event.agent}] error: {event.content}")
+    return FailureReport(
+        task_id=result.task_id,
+        score=result.score,
+        user_message=suite.task(result.task_id).user.message,
+        transcript="\n".join(lines),
+        diff=json.dumps(episode.diff.summary()),
+        feedback=[check.line() for check in result.grade.failed_checks] or [episode.error or "no feedback"],
+    )
+
+
+def commit_message(
+    proposal: Proposal, decision: Decision, run_id: str, iteration: int, k: int, harness_hash: str
+) -> str:
+    """The commit message of an accepted variant: what changed, why, and the figures that decided it."""
+    c = decision.comparison
+    rule = decision.rule
+    headline = proposal.rationale.split("\n")[0]
+    return (
+        f"atoll({proposal.operator}): {headline[:72]}\n\n"
+        f"{proposal.rationale}\n\n"
+        f"Gate (val split, {len(c.deltas)} tasks x {k} seed(s), paired): "
+        f"{c.incumbent_mean:.3f} -> {c.candidate_mean:.3f} ({c.mean_delta:+.3f})\n"
+        f"Sign test p={c.p_better:.4g} ({c.wins} tasks better, {c.losses} worse, {c.ties} tied); "
+        f"bootstrap {rule.confidence:.0%} lower bound {c.lower_bound:+.3f} > min effect {rule.min_effect} "
+        f"({rule.resamples} resamples, seed {rule.seed})\n\n"
+        f"Atoll-Run: {run_id}\nAtoll-Iteration: {iteration}\nAtoll-Operator: {proposal.operator}\n"
+        f"Atoll-Harness: {harness_hash}\n"
+    )
+
+
+class Optimization:
+    """One optimization run. Use `optimize()` rather than this class directly."""
+
+    def __init__(
+        self,
+        config: OptimizeConfig,
+        store: RunStore,
+        on_event: OnEvent | None,
+        run_id: str,
+        proposers: list[Any] | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.records = Records(store)
+        self.on_event = on_event
+        self.id = run_id
+        self.harness_path = config.harness
+        self.start = load_harness(config.harness)
+        self.world = self.start.world
+        self.suite = load_suite(config.suite or Path("evals") / self.world.name)
+        if self.suite.world.name != self.world.name:
+            raise OptimizerError(
+                f"harness {self.start.name!r} drives world {self.world.name!r} but suite {self.suite.name!r} "
+                f"tests {self.suite.world.name!r}"
+            )
+        for split in ("train", "val"):
+            if not self.suite.select(split=split):
+                raise OptimizerError(
+                    f"suite {self.suite.name!r} has no {split} tasks; the optimizer needs both"
+                )
+        model_name = resolve_model(config.model, self.start.config.model)
+        check_credentials(model_name)
+        self.model: Model = get_model(model_name, cache=store.response_cache())
+        self.proposers = proposers if proposers is not None else self._proposers()
+        self.status = OptimizerStatus(run_id=run_id, max_proposals=config.max_proposals)
+        self.started = time.monotonic()
+        self.evaluations: dict[str, BatchResult] = {}
+
+    def _proposers(self) -> list[Any]:
+        operators = default_operators()
+        if self.config.operators is not None:
+            known = {op.name: op for op in operators}
+            unknown = [name for name in self.config.operators if name not in known]
+            if unknown:
+                raise OptimizerError(
+                    f"unknown operator(s) {', '.join(unknown)}; operators: {', '.join(known)}"
+                )
+            operators = [known[name] for name in self.config.operators]
+        if self.config.proposer_model:
+            from ._llm_proposer import LLMProposer
+
+            check_credentials(self.config.proposer_model)
+            proposer_model = get_model(self.config.proposer_model, cache=self.store.response_cache())
+            operators.insert(0, LLMProposer(proposer_model))
+        if not operators:
+            raise OptimizerError("no proposers: name at least one operator or give --proposer-model")
+        return operators
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _emit(self, kind: str, decision: Decision | None = None, **status: Any) -> None:
+        for key, value in status.items():
+            setattr(self.status, key, value)
+        self.status.elapsed_s = time.monotonic() - self.started
+        if self.on_event is not None:
+            self.on_event(OptimizerEvent(kind=kind, status=self.status.model_copy(), decision=decision))
+
+    def _on_progress(self, progress: BatchProgress) -> None:
+        if progress.kind == "episode" and progress.last is not None and progress.done > progress.resumed:
+            usage = progress.last.episode.usage
+            self.status.episodes += 1
+            self.status.model_calls += usage.model_calls
+            self.status.tokens += usage.total_tokens
+            self.status.cost_usd += usage.cost_usd
+        self._emit("progress", batch_done=progress.done, batch_total=progress.total)
+
+    # -- evaluation -----------------------------------------------------------------------------
+
+    async def _evaluate(self, harness: Harness, role: str, **selection: Any) -> BatchResult:
+        run_id = f"{self.id}-{role}-{harness.hash[:12]}"
+        if run_id in self.evaluations:
+            return self.evaluations[run_id]
+        self._emit("evaluate", stage=f"{role}: {harness.hash[:8]}", batch_done=0, batch_total=0)
+        result = await evaluate_batch(
+            harness,
+            self.suite,
+            model=self.model,
+            concurrency=self.config.concurrency,
+            store=self.store,
+            run_id=run_id,
+            kind=f"optimize-{role}",
+            on_progress=self._on_progress,
+            **selection,
+        )
+        outages = sum(r.episode.stop_reason == "model_error" for r in result.results)
+        if result.results and outages / len(result.results) > self.config.rule.max_error_rate:
+            reason = next(r.episode.error for r in result.results if r.episode.stop_reason == "model_error")
+            raise OptimizerPaused(
+                f"the model stopped answering ({outages} of {len(result.results)} episodes of the {role} "
+                f"evaluation failed: {reason}); the run is saved, resume it with "
+                f"`optimize run {self.harness_path} --resume {self.id}`"
+            )
+        self.evaluations[run_id] = result
+        return result
+
+    async def _gate(self, harness: Harness) -> BatchResult:
+        return await self._evaluate(harness, "gate", split="val", k=self.config.k)
+
+    async def _train(self, harness: Harness) -> BatchResult:
+        return await self._evaluate(harness, "train", split="train", k=1)
+
+    # -- budget ---------------------------------------------------------------------------------
+
+    def _out_of_budget(self) -> str | None:
+        c, s = self.config, self.status
+        minutes = (time.monotonic() - self.started) / 60
+        checks = [
+            (c.max_episodes, s.episodes, "episode budget"),
+            (c.max_model_calls, s.model_calls, "model-call budget"),
+            (c.max_cost_usd, s.cost_usd, "cost budget"),
+            (c.max_minutes, minutes, "time budget"),
+        ]
+        for limit, used, name in checks:
+            if limit is not None and used >= limit:
+                return f"{name} spent ({used:.4g} of {limit})"
+        return None
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def run(self, *, resuming: bool) -> OptimizeResult:
+        config = self.config
+        rows = {row["iteration"]: row for row in self.records.steps(self.id)} if resuming else {}
+        incumbent = self.start
+        if resuming:
+            incumbent = self._replay_accepted(rows)
+        self._emit("start", stage="baseline", incumbent_hash=incumbent.hash)
+        start_gate = await self._gate(self.start)
+        incumbent_gate = await self._gate(incumbent)
+        self._emit(
+            "evaluate", start_score=_mean(start_gate.scores()), incumbent_score=_mean(incumbent_gate.scores())
+        )
+        test_start = (
+            await self._evaluate(self.start, "test", split="test")
+            if config.score_test and self._has_test()
+            else None
+        )
+        pool: list[tuple[Harness, BatchResult]] = []
+        rejections_in_a_row = 0
+        stop_reason = "proposal budget spent"
+        self.status.accepted = sum(1 for r in rows.values() if r["verdict"] == "accept")
+        self.status.rejected = sum(1 for r in rows.values() if r["verdict"] not in ("accept", None))
+        for iteration in range(config.max_proposals):
+            row = rows.get(iteration)
+            if row is not None and row["verdict"] is not None:
+                continue  # decided before the run was interrupted
+            budget = self._out_of_budget()
+            if budget:
+                stop_reason = budget
+                break
+            if config.patience and rejections_in_a_row >= config.patience:
+                stop_reason = f"{rejections_in_a_row} proposals in a row rejected (patience)"
+                break
+            rng = random.Random(f"{config.seed}:{iteration}")
+            parent = self._parent(incumbent, incumbent_gate, pool, rng)
+            verdict, candidate, candidate_gate = await self._iteration(
+                iteration, rng, parent, incumbent, incumbent_gate
+            )
+            if verdict == "accept":
+                incumbent, incumbent_gate = candidate, candidate_gate
+                rejections_in_a_row = 0
+                self._emit(
+                    "commit", incumbent_hash=incumbent.hash, incumbent_score=_mean(incumbent_gate.scores())
+                )
+            else:
+                rejections_in_a_row += 1
+                if candidate is not None and candidate_gate is not None:
+                    pool.append((candidate, candidate_gate))
+        test_final = None
+        if test_start is not None:
+            test_final = await self._evaluate(incumbent, "test", split="test")
+        return self._result(
+            "finished", stop_reason, incumbent, start_gate, incumbent_gate, test_start, test_final
+        )
+
+    def _has_test(self) -> bool:
+        return bool(self.suite.select(split="test"))
+
+    def _parent(
+        self,
+        incumbent: Harness,
+        incumbent_gate: BatchResult,
+        pool: list[tuple[Harness, BatchResult]],
+        rng: random.Random,
+    ) -> Harness:
+        """Greedy: the incumbent. Pareto (GEPA-style): a candidate leading on at least one val task,
+        drawn with weight by how many tasks it leads."""
+        if self.config.strategy == "greedy" or not pool:
+            return incumbent
+        entries = [(incumbent, incumbent_gate), *pool]
+        means = [
+            {task: _mean({task: scores}) or 0.0 for task, scores in gate.scores().items()}
+            for _, gate in entries
+        ]
+        best = {task: max(m.get(task, 0.0) for m in means) for task in means[0]}
+        leads = [sum(1 for task, top in best.items() if m.get(task, 0.0) >= top) for m in means]
+        if not any(leads):
+            return incumbent
+        return rng.choices([harness for harness, _ in entries], weights=leads)[0]
+
+    async def _iteration(
+        self,
+        iteration: int,
+        rng: random.Random,
+        parent: Harness,
+        incumbent: Harness,
+        incumbent_gate: BatchResult,
+    ) -> tuple[str, Harness | None, BatchResult | None]:
+        self._emit("proposal", stage="proposing", iteration=iteration + 1, operator=None, rationale=None)
+        parent_train = await self._train(parent)
+        context = ProposalContext(
+            files=parent.files(),
+            harness_hash=parent.hash,
+            harness=parent,
+            failures=[_failure_report(r, self.suite) for r in parent_train.failures()],
+            passing_episodes=[r for r in parent_train.results if r.passed],
+            train_tasks=self.suite.select(split="train"),
+            world_tools=list(self.world.tools),
+            rng=rng,
+            iteration=iteration,
+        )
+        proposal = None
+        first = iteration % len(self.proposers)
+        for proposer in self.proposers[first:] + self.proposers[:first]:
+            proposal = await proposer.propose(context)
+            if proposal is not None:
+                break
+        if proposal is None:
+            self.records.save_step(
+                self.id,
+                iteration,
+                operator="none",
+                rationale="no proposer had anything to try",
+                verdict="none",
+            )
+            return "none", None, None
+        self._emit("proposal", operator=proposal.operator, rationale=proposal.rationale)
+        step = {
+            "operator": proposal.operator,
+            "rationale": proposal.rationale,
+            "patch": proposal.patch,
+            "parent_hash": parent.hash,
+            "incumbent_hash": incumbent.hash,
+        }
+        try:
+            candidate = Harness.from_files(
+                proposal.files, source=f"{self.harness_path} (candidate)", world=self.world
+            )
+        except HarnessError as error:
+            self.records.save_step(
+                self.id, iteration, **step, verdict="invalid", decision=json.dumps({"error": str(error)})
+            )
+            return self._rejected("invalid", error=str(error))
+        self.store.save_harness(candidate.hash, candidate.name, candidate.files())
+        self.records.save_step(self.id, iteration, **step, candidate_hash=candidate.hash)
+        if candidate.hash == incumbent.hash:
+            self.records.save_step(self.id, iteration, verdict="none")
+            return "none", None, None
+
+        screened, screen = await self._screen(candidate, incumbent, parent_train, rng)
+        self.records.save_step(self.id, iteration, screen=screen)
+        if not screened:
+            self.records.save_step(self.id, iteration, verdict="screened_out")
+            return self._rejected("screened_out")
+
+        self._emit("screen", stage="confirming on the gate set")
+        candidate_gate = await self._gate(candidate)
+        decision = decide(
+            PairedScores(incumbent=incumbent_gate.scores(), candidate=candidate_gate.scores()),
+            self.config.rule,
+        )
+        self.records.save_step(self.id, iteration, decision=decision, verdict=decision.verdict)
+        self._emit("decision", decision=decision, stage=decision.verdict)
+        if not decision.accepted:
+            self.status.rejected += 1
+            return decision.verdict, candidate, candidate_gate
+        self._commit(iteration, proposal, decision, candidate)
+        self.status.accepted += 1
+        return "accept", candidate, candidate_gate
+
+    def _rejected(self, verdict: str, **_: Any) -> tuple[str, None, None]:
+        self.status.rejected += 1
+        self._emit("decision", stage=verdict)
+        return verdict, None, None
+
+    async def _screen(
+        self, candidate: Harness, incumbent: Harness, parent_train: BatchResult, rng: random.Random
+    ) -> tuple[bool, dict[str, Any]]:
+        """Run the candidate on a few train tasks (mostly failing ones) and keep it only if it does
+        better there than the incumbent: cheap, and the gate set decides anyway."""
+        incumbent_train = await self._train(incumbent)
+        failing = sorted({r.task_id for r in incumbent_train.failures()})
+        passing = sorted({r.task_id for r in incumbent_train.results if r.passed})
+        size = self.config.screen_size
+        tasks = rng.sample(failing, min(len(failing), max(1, size - 2)))
+        tasks += rng.sample(passing, min(len(passing), size - len(tasks)))
+        self._emit("screen", stage=f"screening on {len(tasks)} train tasks")
+        result = await self._evaluate(candidate, "screen", tasks=tasks, k=1)
+        before = {task: scores for task, scores in incumbent_train.scores().items() if task in tasks}
+        after = result.scores()
+        incumbent_mean, candidate_mean = _mean(before) or 0.0, _mean(after) or 0.0
+        screen = {
+            "tasks": tasks,
+            "incumbent": before,
+            "candidate": after,
+            "incumbent_mean": incumbent_mean,
+            "candidate_mean": candidate_mean,
+        }
+        return candidate_mean > incumbent_mean, screen
+
+    def _commit(self, iteration: int, proposal: Proposal, decision: Decision, candidate: Harness) -> None:
+        """Write and commit an accepted variant; the step is marked committed only after git has it.
+
+        Idempotent for a resumed run: a commit already carrying this run's trailer for the
+        candidate is found and recorded instead of made twice.
+        """
+        path, branch = self.harness_path, self.config.branch
+        sha = None
+        if not self.config.commit:
+            candidate.write(path)
+        else:
+            trailer = f"Atoll-Harness: {candidate.hash}"
+            sha = git.find_commit(path, trailer, ref=branch or "HEAD")
+            if sha is None:
+                message = commit_message(
+                    proposal, decision, self.id, iteration, self.config.k, candidate.hash
+                )
+                if branch is None or branch == git.current_branch(path):
+                    candidate.write(path)
+                    sha = git.commit_folder(path, message)
+                else:
+                    sha = git.commit_folder(path, message, branch=branch, files=candidate.files())
+        self.records.save_step(self.id, iteration, commit_sha=sha or "uncommitted", decided_at=_stamp())
+        self.records.update_run(self.id, incumbent_hash=candidate.hash)
+
+    def _replay_accepted(self, rows: dict[int, dict[str, Any]]) -> Harness:
+        """The incumbent a resumed run starts from: the last accepted variant, committed now if a
+        crash came between the decision and the commit."""
+        incumbent = self.start
+        for iteration in sorted(rows):
+            row = rows[iteration]
+            if row["verdict"] != "accept":
+                continue
+            files = self.store.harness_files(row["candidate_hash"])
+            incumbent = Harness.from_files(files, source=str(self.harness_path), world=self.world)
+            if not row["commit_sha"]:
+                decision = Decision.model_validate_json(row["decision"])
+                proposal = Proposal(
+                    operator=row["operator"],
+                    rationale=row["rationale"],
+                    files=files,
+                    parent_hash=row["parent_hash"],
+                    patch=row["patch"],
+                )
+                self._commit(iteration, proposal, decision, incumbent)
+        return incumbent
+
+    def _result(
+        self,
+        status: str,
+        stop_reason: str,
+        incumbent: Harness,
+        start_gate: BatchResult,
+        incumbent_gate: BatchResult,
+        test_start: BatchResult | None,
+        test_final: BatchResult | None,
+    ) -> OptimizeResult:
+        steps = []
+        for row in self.records.steps(self.id):
+            decision = (
+                Decision.model_validate_json(row["decision"])
+                if row["decision"] and row["verdict"] in ("accept", "reject", "void")
+                else None
+            )
+            steps.append(
+                StepRecord(
+                    iteration=row["iteration"],
+                    operator=row["operator"],
+                    rationale=row["rationale"],
+                    verdict=row["verdict"] or "unfinished",
+                    incumbent_score=decision.comparison.incumbent_mean if decision else None,
+                    candidate_score=decision.comparison.candidate_mean if decision else None,
+                    p_value=decision.comparison.p_better if decision else None,
+                    lower_bound=decision.comparison.lower_bound if decision else None,
+                    commit=row["commit_sha"],
+                    reasons=decision.reasons if decision else [],
+                )
+            )
+        s = self.status
+        return OptimizeResult(
+            run_id=self.id,
+            status=status,
+            stop_reason=stop_reason,
+            start_hash=self.start.hash,
+            final_hash=incumbent.hash,
+            val_start=_mean(start_gate.scores()),
+            val_final=_mean(incumbent_gate.scores()),
+            test_start=test_start.metrics.mean_score if test_start else None,
+            test_final=test_final.metrics.mean_score if test_final else None,
+            steps=steps,
+            final_patch=unified_patch(self.start.files(), incumbent.files()),
+            episodes=s.episodes,
+            model_calls=s.model_calls,
+            tokens=s.tokens,
+            cost_usd=s.cost_usd,
+            elapsed_s=time.monotonic() - self.started,
+        )
+
+
+def _stamp() -> str:
+    from evals._store import now_text
+
+    return now_text()
+
+
+async def optimize(
+    config: OptimizeConfig,
+    *,
+    on_event: OnEvent | None = None,
+    resume: str | None = None,
+    store: RunStore | None = None,
+    proposers: list[Any] | None = None,
+) -> OptimizeResult:
+    """Improve `config.harness` against its suite; commit every variant that passes the acceptance rule.
+
+    Args:
+        config: what to optimize and how (see OptimizeConfig).
+        on_event: called with an OptimizerEvent at every step: progress for a live view.
+        resume: the id of an interrupted run to continue (its stored config is used).
+        store: the runs store; default `$ATOLL_RUNS_DB`, else runs/atoll.sqlite.
+        proposers: your own Proposer objects instead of the ones `config` names.
+    """
+    store = store or RunStore()
+    records = Records(store)
+    if resume is not None:
+        run_id = records.resolve(resume)
+        row = records.run(run_id) if run_id else None
+        if row is None:
+            raise OptimizerError(f"no optimization run {resume!r} in {store.path}")
+        config = OptimizeConfig.model_validate_json(row["config"])
+    else:
+        run_id = new_optimization_id()
+        _check_clean(config)
+    optimization = Optimization(config, store, on_event, run_id, proposers)
+    if resume is None:
+        records.create(
+            run_id,
+            config,
+            harness=optimization.start.name,
+            model=optimization.model.name,
+            start_hash=optimization.start.hash,
+        )
+    else:
+        records.update_run(run_id, status="running", finished_at=None)
+    try:
+        result = await optimization.run(resuming=resume is not None)
+    except OptimizerPaused as pause:
+        records.finish(run_id, "paused", str(pause), None)
+        optimization._emit("paused", stage="paused", message=str(pause))
+        raise
+    except BaseException:
+        records.finish(run_id, "interrupted", "interrupted", None)
+        raise
+    records.finish(run_id, "finished", result.stop_reason, result)
+    optimization._emit("finish", stage="finished", message=result.stop_reason)
+    return result
+
+
+def _check_clean(config: OptimizeConfig) -> None:
+    """Refuse to start where an accepted variant could not be committed cleanly."""
+    if not config.commit:
+        return
+    try:
+        dirty = git.dirty_files(config.harness)
+    except git.GitError as error:
+        raise OptimizerError(
+            f"{config.harness} is not in a git repository ({error}); run `git init` and commit it, "
+            "or pass --no-commit to only write accepted variants"
+        ) from None
+    if dirty:
+        raise OptimizerError(
+            f"{config.harness} has uncommitted changes ({', '.join(dirty[:5])}); commit or stash them first, "
+            "so every accepted variant is one clean commit"
+        )

@@ -1,0 +1,93 @@
+"""Proposals: a candidate harness as a complete file set, with who made it, why, and the patch.
+
+Every proposer — an LLM rewriting prompts or an operator reordering demos — returns the
+same record, so the loop, the runs store and the commit message treat them alike.
+"""
+
+from __future__ import annotations
+
+import difflib
+import random
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+
+class FailureReport(BaseModel):
+    """One failing train episode as a proposer reads it: text only, already rendered."""
+
+    task_id: str
+    score: float
+    user_message: str
+    transcript: str = Field(description="The conversation and tool calls, one line each.")
+    diff: str = Field(description="What the agent changed in the world.")
+    feedback: list[str] = Field(description="The grader's failed checks, one line each.")
+
+
+class Proposal(BaseModel):
+    """A candidate harness: the complete files, the operator that made it, and why."""
+
+    operator: str
+    rationale: str
+    files: dict[str, str]
+    parent_hash: str
+    patch: str
+
+    @classmethod
+    def build(
+        cls, *, operator: str, rationale: str, parent: dict[str, str], files: dict[str, str], parent_hash: str
+    ) -> Proposal | None:
+        """The proposal, or None when `files` equal `parent` (nothing to test)."""
+        if files == parent:
+            return None
+        return cls(
+            operator=operator,
+            rationale=rationale,
+            files=files,
+            parent_hash=parent_hash,
+            patch=unified_patch(parent, files),
+        )
+
+
+def unified_patch(before: dict[str, str], after: dict[str, str]) -> str:
+    """A unified diff over the whole file set (added and removed files included)."""
+    chunks = []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        chunks.extend(
+            difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (new or "").splitlines(keepends=True),
+                fromfile=f"a/{name}" if old is not None else "/dev/null",
+                tofile=f"b/{name}" if new is not None else "/dev/null",
+            )
+        )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in chunks)
+
+
+class ProposalContext(BaseModel):
+    """What a proposer may look at: the incumbent's files and how it did on train tasks."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    files: dict[str, str]
+    harness_hash: str
+    harness: Any = Field(description="The incumbent, loaded (a harnesses.Harness).")
+    failures: list[FailureReport] = Field(default_factory=list)
+    passing_episodes: list[Any] = Field(
+        default_factory=list, description="Episodes that passed (demo sources)."
+    )
+    train_tasks: list[Any] = Field(default_factory=list, description="Train tasks, with reference solutions.")
+    world_tools: list[str] = Field(default_factory=list)
+    rng: random.Random
+    iteration: int = 0
+
+
+class Proposer(Protocol):
+    """Makes one candidate from the incumbent, or None when it has nothing to try."""
+
+    name: str
+
+    async def propose(self, context: ProposalContext) -> Proposal | None: ...

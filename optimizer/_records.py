@@ -1,0 +1,143 @@
+"""The optimizer's tables in the runs store: one row per run, one per proposal.
+
+Every proposal is recorded before it is evaluated and again with its decision, and an
+accepted one is marked committed only after git says so, so a run killed at any point can
+be resumed without losing or repeating an accepted variant.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evals import RunStore
+
+from ._config import OptimizeConfig
+
+RUNS_TABLE = "optimizations"
+STEPS_TABLE = "proposals"
+
+
+def _now() -> str:
+    from evals._store import now_text
+
+    return now_text()
+
+
+class Records:
+    """Read and write the optimizer's rows; every write is one transaction."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        store.ensure_table(
+            RUNS_TABLE,
+            {
+                "id": str,
+                "harness": str,
+                "harness_path": str,
+                "suite": str,
+                "model": str,
+                "config": str,
+                "status": str,
+                "stop_reason": str,
+                "start_hash": str,
+                "incumbent_hash": str,
+                "started_at": str,
+                "finished_at": str,
+                "result": str,
+            },
+            pk="id",
+        )
+        store.ensure_table(
+            STEPS_TABLE,
+            {
+                "optimization_id": str,
+                "iteration": int,
+                "operator": str,
+                "rationale": str,
+                "patch": str,
+                "parent_hash": str,
+                "candidate_hash": str,
+                "incumbent_hash": str,
+                "verdict": str,
+                "screen": str,
+                "decision": str,
+                "commit_sha": str,
+                "created_at": str,
+                "decided_at": str,
+            },
+            pk=("optimization_id", "iteration"),
+        )
+
+    def create(
+        self, run_id: str, config: OptimizeConfig, *, harness: str, model: str, start_hash: str
+    ) -> None:
+        with self.store.transaction() as db:
+            db[RUNS_TABLE].insert(
+                {
+                    "id": run_id,
+                    "harness": harness,
+                    "harness_path": str(config.harness),
+                    "suite": str(config.suite),
+                    "model": model,
+                    "config": config.model_dump_json(),
+                    "status": "running",
+                    "start_hash": start_hash,
+                    "incumbent_hash": start_hash,
+                    "started_at": _now(),
+                }
+            )
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        rows = list(self.store.db[RUNS_TABLE].rows_where("id = ?", [run_id]))
+        return rows[0] if rows else None
+
+    def resolve(self, ref: str) -> str | None:
+        """The run `ref` names: an id, a unique part of one, or `latest`."""
+        if ref in ("latest", "last"):
+            return self.latest()
+        if self.run(ref):
+            return ref
+        rows = [row["id"] for row in self.store.db[RUNS_TABLE].rows_where("id LIKE ?", [f"%{ref}%"])]
+        return rows[0] if len(rows) == 1 else None
+
+    def latest(self) -> str | None:
+        rows = list(self.store.db[RUNS_TABLE].rows_where(order_by="started_at DESC", limit=1))
+        return rows[0]["id"] if rows else None
+
+    def update_run(self, run_id: str, **values: Any) -> None:
+        with self.store.transaction() as db:
+            db[RUNS_TABLE].update(run_id, values)
+
+    def finish(self, run_id: str, status: str, stop_reason: str, result: Any) -> None:
+        self.update_run(
+            run_id,
+            status=status,
+            stop_reason=stop_reason,
+            finished_at=_now(),
+            result=result.model_dump_json() if result is not None else None,
+        )
+
+    def save_step(self, run_id: str, iteration: int, **values: Any) -> None:
+        for key in ("screen", "decision"):
+            if key in values and not isinstance(values[key], str | None):
+                values[key] = (
+                    json.dumps(values[key])
+                    if isinstance(values[key], dict)
+                    else values[key].model_dump_json()
+                )
+        with self.store.transaction() as db:
+            existing = list(
+                db[STEPS_TABLE].rows_where("optimization_id = ? AND iteration = ?", [run_id, iteration])
+            )
+            if existing:
+                db[STEPS_TABLE].update((run_id, iteration), values)
+            else:
+                db[STEPS_TABLE].insert(
+                    {"optimization_id": run_id, "iteration": iteration, "created_at": _now(), **values}
+                )
+
+    def steps(self, run_id: str) -> list[dict[str, Any]]:
+        return list(
+            self.store.db[STEPS_TABLE].rows_where("optimization_id = ?", [run_id], order_by="iteration")
+        )
