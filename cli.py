@@ -8,6 +8,7 @@ happen inside the commands that call a model, so `optimize --help` starts at onc
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -187,6 +188,168 @@ def world_call(
         out.print(render_diff(diff))
     if not result.ok and result.error.type == "invalid_arguments":
         raise typer.Exit(USAGE_ERROR)
+
+
+@app.command("try")
+def try_(
+    harness: Annotated[Path, typer.Argument(help="The harness folder, e.g. `harnesses/support_agent`.")],
+    message: Annotated[str, typer.Option("--message", "-m", help="What the user says.")],
+    fixture: Annotated[str, typer.Option(help="The world fixture to start from.")] = "small_shop",
+    model: Annotated[
+        str | None, typer.Option(help="Model (any litellm name); default $ATOLL_MODEL, else the harness's.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Instance seed and sample index.")] = 0,
+    reply: Annotated[
+        list[str] | None, typer.Option("--reply", help="A follow-up user message (repeatable, in order).")
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Ask the model again instead of replaying cached answers.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the episode as JSON.")] = False,
+) -> None:
+    """Run one episode of a harness and show it: the conversation, each tool call and the world diff.
+
+    Example: `optimize try harnesses/support_agent --message "Where is my order ORD-1092?"`
+    """
+    import asyncio
+
+    from harnesses import HarnessError, render_episode, try_episode
+    from harnesses.models import ModelError
+    from worlds import WorldError
+
+    try:
+        episode = asyncio.run(
+            try_episode(
+                harness,
+                fixture=fixture,
+                message=message,
+                replies=reply or [],
+                model_name=model,
+                seed=seed,
+                cache=not no_cache,
+            )
+        )
+    except (HarnessError, WorldError, ModelError) as error:
+        fail(str(error))
+    if as_json:
+        _print_json(episode.model_dump(mode="json"))
+    else:
+        out.print(render_episode(episode))
+    if episode.errored:
+        raise typer.Exit(1)
+
+
+@app.command("run")
+def run(
+    harness: Annotated[
+        Path, typer.Argument(help="The harness folder to improve, e.g. `harnesses/support_agent`.")
+    ],
+    suite: Annotated[
+        Path | None, typer.Option(help="Eval suite folder; default evals/<the harness's world>.")
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Agent model (any litellm name); default $ATOLL_MODEL, else the harness's."),
+    ] = None,
+    proposer_model: Annotated[
+        str | None, typer.Option(help="Model for the LLM proposer; without it only LLM-free operators run.")
+    ] = None,
+    strategy: Annotated[
+        str, typer.Option(help="greedy (incumbent chain) or pareto (GEPA-style parent pool).")
+    ] = "greedy",
+    k: Annotated[int, typer.Option("-k", help="Seeds per val task in the gate set.")] = 1,
+    max_proposals: Annotated[int, typer.Option(help="Stop after this many proposals.")] = 12,
+    patience: Annotated[int | None, typer.Option(help="Stop after this many rejections in a row.")] = None,
+    max_minutes: Annotated[
+        float | None, typer.Option(help="Wall-time budget (checked between proposals).")
+    ] = 15.0,
+    max_episodes: Annotated[int | None, typer.Option(help="Episode budget.")] = None,
+    max_model_calls: Annotated[int | None, typer.Option(help="Model-call budget.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="Cost budget in USD.")] = None,
+    min_effect: Annotated[
+        float, typer.Option(help="Bootstrap lower bound of the mean gain must exceed this.")
+    ] = 0.02,
+    screen_size: Annotated[
+        int, typer.Option(help="Train tasks in each candidate's screening minibatch.")
+    ] = 6,
+    operators: Annotated[
+        list[str] | None,
+        typer.Option("--operator", help="LLM-free operator to use (repeatable); default all."),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 4,
+    branch: Annotated[
+        str | None, typer.Option(help="Commit accepted variants on this branch instead of the current one.")
+    ] = None,
+    commit: Annotated[
+        bool, typer.Option("--commit/--no-commit", help="Commit accepted variants to git.")
+    ] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the proposers' randomness.")] = 0,
+    resume: Annotated[
+        str | None, typer.Option(help="Resume an interrupted or paused run by id (or `latest`).")
+    ] = None,
+) -> None:
+    """Optimize a harness: propose variants, test each against the incumbent, commit only real wins.
+
+    Each proposal is screened on a few train tasks, then confirmed on the val split (paired: same
+    tasks, seeds and model). It is kept only if a sign test gives p <= 0.05, the bootstrap lower
+    bound of the mean gain exceeds `--min-effect`, and no always-passing task breaks. Every
+    accepted variant is one git commit of the harness folder, with the figures in its message.
+
+    Example: `optimize run harnesses/support_agent --max-proposals 6`
+    """
+    import asyncio
+
+    from rich.live import Live
+
+    from evals import SuiteError
+    from harnesses import HarnessError
+    from harnesses.models import ModelError
+    from optimizer import AcceptanceRule, OptimizeConfig, OptimizerError, OptimizerPaused, optimize
+    from optimizer._render import render_result, render_status
+    from worlds import WorldError
+
+    try:
+        config = OptimizeConfig(
+            harness=harness,
+            suite=suite,
+            model=model,
+            proposer_model=proposer_model,
+            strategy=strategy,
+            operators=operators,
+            k=k,
+            screen_size=screen_size,
+            max_proposals=max_proposals,
+            patience=patience,
+            max_episodes=max_episodes,
+            max_model_calls=max_model_calls,
+            max_cost_usd=max_cost,
+            max_minutes=max_minutes,
+            concurrency=concurrency,
+            branch=branch,
+            commit=commit,
+            seed=seed,
+            rule=AcceptanceRule(min_effect=min_effect),
+        )
+    except ValueError as error:
+        fail(str(error).replace("\n", " "))
+    live = Live(console=err, refresh_per_second=4, transient=False)
+    with live:
+        try:
+            result = asyncio.run(
+                optimize(
+                    config, resume=resume, on_event=lambda event: live.update(render_status(event.status))
+                )
+            )
+        except OptimizerPaused as pause:
+            live.stop()
+            fail(f"paused: {pause}", code=3)
+        except (OptimizerError, HarnessError, ModelError, WorldError, SuiteError) as error:
+            live.stop()
+            fail(str(error))
+        except KeyboardInterrupt:
+            live.stop()
+            fail("interrupted; the run is saved: resume it with `optimize run ... --resume latest`", code=130)
+    out.print(render_result(result))
 
 
 if __name__ == "__main__":

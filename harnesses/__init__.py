@@ -1,0 +1,43 @@
+"""Harnesses: the files around a model (prompts, tools, skills, demos, sub-agents) and the loop that runs them.
+
+The public API is exactly what `__all__` lists. The model layer lives in `harnesses.models`.
+"""
+
+from ._checks import TEMPLATE_VARIABLES
+from ._episode import EPISODE_VERSION, Episode, EpisodeUsage, Event, EventKind, StopReason
+from ._files import HarnessError, content_hash
+from ._format import AgentConfig, Demo, DemoStep, HarnessConfig, Limits, ParamsOverride, ToolOverride
+from ._harness import Harness, load_harness
+from ._render import render_episode
+from ._runtime import run_episode
+from ._tools import ToolSpec, tool_specs
+from ._try import try_episode
+from ._user import ScriptedUser, UserSide
+
+__all__ = [
+    "EPISODE_VERSION",
+    "TEMPLATE_VARIABLES",
+    "AgentConfig",
+    "Demo",
+    "DemoStep",
+    "Episode",
+    "EpisodeUsage",
+    "Event",
+    "EventKind",
+    "Harness",
+    "HarnessConfig",
+    "HarnessError",
+    "Limits",
+    "ParamsOverride",
+    "ScriptedUser",
+    "StopReason",
+    "ToolOverride",
+    "ToolSpec",
+    "UserSide",
+    "content_hash",
+    "load_harness",
+    "render_episode",
+    "run_episode",
+    "tool_specs",
+    "try_episode",
+]

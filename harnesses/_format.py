@@ -1,0 +1,145 @@
+"""The shapes of a harness's files, as pydantic models. The format in one place:
+
+```
+harness.yaml      name, world, model (default model string), params (temperature, max_tokens, top_p,
+                  stop, seed, timeout_s), protocols (model-name pattern -> native | text, first match
+                  wins; default {"local/*": text, "*": native}), limits (turns, tool_calls, tokens,
+                  observation_chars), entry (the agent the user talks to) and agents:
+                    <agent>: prompt (a template path), description (what callers read), protocol
+                    (native | text; overrides `protocols`), model, params, delegates (agents it may
+                    hand requests to; no cycles), demos (names in demos/, in the order shown),
+                    skills (names in skills/), skill_tool (offer load_skill), stop_tools
+tools.yaml        <agent>: a list of world tool names, or a mapping
+                    <tool>: {description: ..., parameters: {<parameter>: description}}
+                  The model reads the override; the world's tool still runs and validates.
+prompts/*.md.j2   jinja2, StrictUndefined, `{% include "skills/x.md" %}` works. Variables: agent,
+                  harness, documents (the world's, e.g. documents.policy), task (the task context),
+                  skills (the agent's, by name), tools and demos (rendered for the protocol),
+                  protocol ("native" | "text"), now (the instance clock).
+skills/*.md       documents an agent's prompt includes, or loads with the load_skill tool.
+demos/*.yaml      title, steps: [{user: ...}, {call: tool, args: {...}, result: ... | error: {...}},
+                  {reply: ...}]: a worked example, shown in the agent's protocol.
+```
+
+Every model forbids unknown keys, so a typo in a file fails at load time naming the field
+instead of being silently ignored by the runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .models import LOCAL_DEFAULT_MODEL, ModelParams
+
+ProtocolName = Literal["native", "text"]
+
+# Tool names the runtime adds itself; a world tool exposed under one of these would be shadowed.
+REPLY_TOOL = "reply"
+SKILL_TOOL = "load_skill"
+DELEGATE_PREFIX = "delegate_to_"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ParamsOverride(_Strict):
+    """Sampling parameters to set; unset ones keep the value from the level above."""
+
+    temperature: float | None = None
+    max_tokens: int | None = Field(None, ge=1)
+    top_p: float | None = None
+    stop: list[str] | None = None
+    seed: int | None = None
+    timeout_s: float | None = Field(None, gt=0)
+
+    def over(self, base: ModelParams) -> ModelParams:
+        return base.model_copy(update=self.model_dump(exclude_unset=True))
+
+
+class Limits(_Strict):
+    """When an episode is cut off; counted over the whole episode, every agent together."""
+
+    turns: int = Field(12, ge=1, description="Model calls.")
+    tool_calls: int = Field(16, ge=0, description="World tool calls, delegations and skill loads.")
+    tokens: int | None = Field(None, ge=1, description="Prompt plus completion tokens; None: no limit.")
+    observation_chars: int = Field(
+        1500,
+        ge=100,
+        description="A longer tool result is cut to this many characters before the model sees it.",
+    )
+
+
+class AgentConfig(_Strict):
+    """One agent of the graph. Which world tools it sees is in tools.yaml, under its name."""
+
+    description: str = Field("", description="What a calling agent reads about it in the delegation tool.")
+    prompt: str = Field(description="Its system prompt: a jinja2 template, relative to the harness folder.")
+    protocol: ProtocolName | None = Field(None, description="None: chosen by model, see `protocols`.")
+    model: str | None = None
+    params: ParamsOverride = Field(default_factory=ParamsOverride)
+    delegates: list[str] = Field(default_factory=list, description="Agents it may hand a request to.")
+    demos: list[str] = Field(default_factory=list, description="Names in demos/, in the order shown.")
+    skills: list[str] = Field(default_factory=list, description="Names in skills/ its prompt may use.")
+    skill_tool: bool = Field(False, description="Offer a load_skill tool for its skills.")
+    stop_tools: list[str] = Field(default_factory=list, description="Tools whose success ends its run.")
+
+
+class HarnessConfig(_Strict):
+    """harness.yaml."""
+
+    name: str
+    description: str = ""
+    world: str
+    model: str = LOCAL_DEFAULT_MODEL
+    params: ParamsOverride = Field(default_factory=ParamsOverride)
+    # Which protocol an agent without its own `protocol` speaks: the first pattern (fnmatch) that
+    # matches the model's name wins. Base models need the text protocol, chat models do best native.
+    protocols: dict[str, ProtocolName] = Field(default_factory=lambda: {"local/*": "text", "*": "native"})
+    limits: Limits = Field(default_factory=Limits)
+    entry: str
+    agents: dict[str, AgentConfig]
+
+
+class ToolOverride(_Strict):
+    """What one agent is told about a world tool, replacing the world's own wording."""
+
+    description: str | None = None
+    parameters: dict[str, str] = Field(default_factory=dict, description="Parameter name -> description.")
+
+
+class DemoStep(_Strict):
+    """One step of a worked example: exactly one of `user`, `call` or `reply`."""
+
+    user: str | None = None
+    call: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    error: dict[str, Any] | None = None
+    reply: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> DemoStep:
+        kinds = [k for k in ("user", "call", "reply") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(
+                f"a step has exactly one of user, call or reply (this one has {kinds or 'none'})"
+            )
+        if self.call is None and (self.args or self.result is not None or self.error is not None):
+            raise ValueError("args, result and error belong to a `call` step")
+        return self
+
+
+class Demo(_Strict):
+    """demos/<name>.yaml: a user message and the ideal tool calls, observations and replies."""
+
+    title: str = ""
+    steps: list[DemoStep] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _starts_with_user(self) -> Demo:
+        if self.steps[0].user is None:
+            raise ValueError("a demo starts with a `user` step")
+        return self

@@ -1,0 +1,288 @@
+"""How an agent's conversation becomes a model request, and a model answer becomes actions.
+
+The runtime keeps one protocol-neutral conversation (turns) per agent run; a protocol renders
+it for the model and parses what comes back:
+
+- `native`: OpenAI-style `tools` and `tool_calls`, for chat models.
+- `text`: for base and small models, which only continue text. The whole prompt is one
+  transcript; every step the model takes is one line
+  `Action: {"tool": "get_order", "args": {"order_id": "ORD-1001"}}`, answered by the runtime
+  with `Observation: {...}`, and the answer is the action `{"tool": "reply", "args":
+  {"message": "..."}}`. The prompt ends with `Action:` and generation stops at the newline,
+  so the model writes exactly one action per call. Demos are rendered in the same format, so
+  a base model can copy them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._format import REPLY_TOOL, Demo, ProtocolName
+from ._tools import ToolSpec
+from .models import ModelParams, ModelResponse
+
+MALFORMED = "malformed_action"
+
+
+@dataclass
+class UserTurn:
+    text: str
+
+
+@dataclass
+class Call:
+    """One tool call the model asked for; `error` says why its arguments could not be read."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw: str = ""  # the arguments as the model wrote them (native protocol)
+    error: str | None = None
+
+
+@dataclass
+class AssistantTurn:
+    """What the model said: a reply (`text` only), tool calls (with optional `text`), or unusable `raw`."""
+
+    text: str | None = None
+    calls: list[Call] = field(default_factory=list)
+    raw: str | None = None
+
+
+@dataclass
+class ResultTurn:
+    call_id: str
+    name: str
+    content: str
+
+
+@dataclass
+class ErrorTurn:
+    """The model's whole answer was unusable; the message tells it how to recover."""
+
+    message: str
+
+
+Turn = UserTurn | AssistantTurn | ResultTurn | ErrorTurn
+
+
+@dataclass
+class Parsed:
+    """A model answer read by a protocol: tool calls (maybe with a thought), a reply, or an error."""
+
+    calls: list[Call] = field(default_factory=list)
+    thought: str | None = None
+    reply: str | None = None
+    error: str | None = None
+    raw: str = ""
+
+
+def error_json(kind: str, message: str) -> str:
+    return json.dumps({"error": {"type": kind, "message": message}}, ensure_ascii=False)
+
+
+def demo_turns(demo: Demo) -> list[Turn]:
+    """A demo as the conversation it shows, so either protocol renders it like a live one."""
+    turns: list[Turn] = []
+    for i, step in enumerate(demo.steps):
+        if step.user is not None:
+            turns.append(UserTurn(step.user))
+        elif step.reply is not None:
+            turns.append(AssistantTurn(text=step.reply))
+        elif step.call is not None:
+            call = Call(id=f"demo_{i}", name=step.call, arguments=step.args, raw=_compact(step.args))
+            turns.append(AssistantTurn(calls=[call]))
+            if step.error is not None:
+                content = json.dumps({"error": step.error}, ensure_ascii=False)
+            else:
+                content = _compact(step.result)
+            turns.append(ResultTurn(call.id, step.call, content))
+    return turns
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class TextProtocol:
+    """One JSON action per line, for models that only continue text (see the module docstring)."""
+
+    name: ProtocolName = "text"
+    prefix = "Action:"
+    observation = "Observation:"
+    user = "User:"
+    example_header = "Example {n}"
+    live_header = "Conversation"
+    raw_limit = 300  # characters of an unusable answer echoed back to the model
+
+    def params(self, params: ModelParams) -> ModelParams:
+        stop = list(params.stop or [])
+        if "\n" not in stop:
+            stop.append("\n")
+        return params.model_copy(update={"stop": stop})
+
+    def tools(self, specs: list[ToolSpec]) -> list[dict[str, Any]] | None:
+        return None
+
+    def render_tools(self, specs: list[ToolSpec]) -> str:
+        reply = ToolSpec(
+            name=REPLY_TOOL,
+            description="Send your answer (to the user, or to the agent that asked you) and end your turn",
+            parameters={"properties": {"message": {}}},
+            required=("message",),
+        )
+        rules = (
+            f'Each step is one line: {self.prefix} {{"tool": "<name>", "args": {{...}}}}. '
+            f"The result comes back as {self.observation} {{...}}. End with the {REPLY_TOOL} tool."
+        )
+        return "\n".join([rules, *(spec.line() for spec in [*specs, reply])])
+
+    def render_demos(self, demos: list[Demo]) -> str:
+        return "\n\n".join(
+            f"{self.example_header.format(n=n)}\n{self.transcript(demo_turns(demo))}"
+            for n, demo in enumerate(demos, 1)
+        )
+
+    def transcript(self, turns: list[Turn]) -> str:
+        lines = []
+        for turn in turns:
+            if isinstance(turn, UserTurn):
+                lines.append(f"{self.user} {_one_line(turn.text)}")
+            elif isinstance(turn, AssistantTurn):
+                lines.append(f"{self.prefix} {self._action(turn)}")
+            elif isinstance(turn, ResultTurn):
+                lines.append(f"{self.observation} {_one_line(turn.content)}")
+            else:
+                lines.append(f"{self.observation} {error_json(MALFORMED, turn.message)}")
+        return "\n".join(lines)
+
+    def _action(self, turn: AssistantTurn) -> str:
+        if turn.raw is not None:
+            return _one_line(turn.raw)[: self.raw_limit]
+        if turn.calls:
+            call = turn.calls[0]
+            return _compact({"tool": call.name, "args": call.arguments or {}})
+        return _compact({"tool": REPLY_TOOL, "args": {"message": _one_line(turn.text or "")}})
+
+    def messages(self, system: str, turns: list[Turn]) -> list[dict[str, Any]]:
+        # The local provider joins contents with newlines: the model sees one continuous text.
+        return [
+            {"role": "system", "content": f"{system.rstrip()}\n\n{self.live_header}"},
+            {"role": "user", "content": f"{self.transcript(turns)}\n{self.prefix}"},
+        ]
+
+    def parse(self, response: ModelResponse, call_id: str) -> Parsed:
+        raw = (response.content or "").strip()
+        text = raw.removeprefix(self.prefix).strip()
+        shape = f'write one line {self.prefix} {{"tool": "<name>", "args": {{...}}}}'
+        start = text.find("{")
+        if start < 0:
+            return Parsed(error=f"no JSON action found; {shape}", raw=raw)
+        try:
+            action, _ = json.JSONDecoder().raw_decode(text, start)
+        except json.JSONDecodeError as error:
+            return Parsed(error=f"the action is not valid JSON ({error.msg}); {shape}", raw=raw)
+        if not isinstance(action, dict) or not isinstance(action.get("tool"), str):
+            return Parsed(error=f'the action needs a "tool" name; {shape}', raw=raw)
+        arguments = action.get("args", action.get("arguments", {}))
+        if not isinstance(arguments, dict):
+            return Parsed(error='"args" must be a JSON object of argument names and values', raw=raw)
+        if action["tool"] == REPLY_TOOL:
+            message = arguments.get("message")
+            if not isinstance(message, str) or not message.strip():
+                return Parsed(error=f'{REPLY_TOOL} needs {{"message": "<text>"}}', raw=raw)
+            return Parsed(reply=message.strip(), raw=raw)
+        return Parsed(
+            calls=[Call(id=call_id, name=action["tool"], arguments=arguments, raw=_compact(arguments))],
+            raw=raw,
+        )
+
+
+class NativeProtocol:
+    """OpenAI-style tool calling: schemas in `tools`, calls in `tool_calls`, results as `tool` messages."""
+
+    name: ProtocolName = "native"
+
+    def params(self, params: ModelParams) -> ModelParams:
+        return params
+
+    def tools(self, specs: list[ToolSpec]) -> list[dict[str, Any]] | None:
+        return [spec.schema() for spec in specs] or None
+
+    def render_tools(self, specs: list[ToolSpec]) -> str:
+        return "\n".join(spec.line() for spec in specs)
+
+    def render_demos(self, demos: list[Demo]) -> str:
+        blocks = []
+        for n, demo in enumerate(demos, 1):
+            lines = [f"Example {n}{': ' + demo.title if demo.title else ''}"]
+            for turn in demo_turns(demo):
+                if isinstance(turn, UserTurn):
+                    lines.append(f"User: {turn.text}")
+                elif isinstance(turn, AssistantTurn) and turn.calls:
+                    lines.extend(f"Call {c.name} {c.raw}" for c in turn.calls)
+                elif isinstance(turn, AssistantTurn):
+                    lines.append(f"Assistant: {turn.text}")
+                elif isinstance(turn, ResultTurn):
+                    lines.append(f"Result: {turn.content}")
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks)
+
+    def messages(self, system: str, turns: list[Turn]) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        for turn in turns:
+            if isinstance(turn, UserTurn):
+                messages.append({"role": "user", "content": turn.text})
+            elif isinstance(turn, AssistantTurn) and turn.calls:
+                calls = [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw}}
+                    for c in turn.calls
+                ]
+                messages.append({"role": "assistant", "content": turn.text, "tool_calls": calls})
+            elif isinstance(turn, AssistantTurn):
+                content = turn.text if turn.raw is None else turn.raw
+                if content:
+                    messages.append({"role": "assistant", "content": content})
+            elif isinstance(turn, ResultTurn):
+                messages.append({"role": "tool", "tool_call_id": turn.call_id, "content": turn.content})
+            else:
+                messages.append({"role": "user", "content": f"(runtime) {turn.message}"})
+        return messages
+
+    def parse(self, response: ModelResponse, call_id: str) -> Parsed:
+        content = (response.content or "").strip() or None
+        if not response.tool_calls:
+            if content is None:
+                return Parsed(error="the answer was empty: reply to the user or call a tool", raw="")
+            return Parsed(reply=content, raw=content)
+        calls, seen = [], set()
+        for i, tool_call in enumerate(response.tool_calls):
+            identifier = tool_call.id if tool_call.id and tool_call.id not in seen else f"{call_id}_{i}"
+            seen.add(identifier)
+            try:
+                arguments = json.loads(tool_call.arguments or "{}")
+                error = None if isinstance(arguments, dict) else "the arguments must be a JSON object"
+            except json.JSONDecodeError as exc:
+                arguments, error = None, f"the arguments are not valid JSON ({exc.msg})"
+            calls.append(
+                Call(
+                    id=identifier,
+                    name=tool_call.name,
+                    arguments=arguments if error is None else None,
+                    raw=tool_call.arguments or "{}",
+                    error=error,
+                )
+            )
+        return Parsed(calls=calls, thought=content, raw=content or "")
+
+
+PROTOCOLS: dict[ProtocolName, TextProtocol | NativeProtocol] = {
+    "text": TextProtocol(),
+    "native": NativeProtocol(),
+}

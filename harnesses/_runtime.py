@@ -1,0 +1,377 @@
+"""The agent loop: one episode of a harness on one world instance.
+
+Render the agent's prompt, ask the model, run the tool calls it makes on the instance, feed
+the results back, and stop on a final reply, a stop tool or a limit. A sub-agent runs through
+its `delegate_to_<agent>` tool on the same instance, and its final answer comes back to the
+caller as the tool's result.
+
+Nothing the model or the world does crashes an episode: a malformed action, an unknown tool
+or bad arguments become an error observation the agent reads; a model that stays unreachable
+(any ModelError) ends the episode with stop_reason "model_error" and `error` set. A tool
+that crashes inside the world (error type `world_bug`) is shown to the agent like any error,
+recorded as an `error` event, and when the episode ends its stop_reason is "world_bug" with
+`error` set: the run is the world author's bug, not the agent's, and graders skip it.
+
+Stop reasons: "reply" (the entry agent answered and the user side returned None), "stop_tool"
+(the entry agent's stop tool succeeded; a sub-agent's stop tool only ends that sub-agent),
+"turn_limit" / "tool_limit" / "token_limit" (harness limits, counted over the whole episode),
+"model_error" and "world_bug" (errored, see above). This loop never gives "user_done": a user
+side can only end the conversation after a reply, and that is "reply".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from worlds import Instance, ToolFailure, ToolResult
+
+from ._episode import Episode, EpisodeUsage, Event, StopReason
+from ._format import Limits
+from ._harness import Harness
+from ._protocols import (
+    MALFORMED,
+    PROTOCOLS,
+    AssistantTurn,
+    Call,
+    ErrorTurn,
+    NativeProtocol,
+    ResultTurn,
+    TextProtocol,
+    Turn,
+    UserTurn,
+)
+from ._tools import ToolSpec, tool_specs
+from ._user import ScriptedUser, UserSide
+from .models import Model, ModelError, ModelParams, ModelResponse, get_model
+
+
+class _Stop(Exception):
+    """Ends the episode from anywhere in the agent graph."""
+
+    def __init__(self, reason: StopReason, error: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.error = error
+
+
+@dataclass
+class _Outcome:
+    text: str
+    stopped: bool = False  # a stop tool ended the run
+
+
+@dataclass
+class _Agent:
+    """What one agent needs for every model call of an episode, prepared once."""
+
+    name: str
+    model: Model
+    protocol: TextProtocol | NativeProtocol
+    system: str
+    params: ModelParams
+    specs: dict[str, ToolSpec]
+    tools: list[dict[str, Any]] | None
+
+
+async def run_episode(
+    harness: Harness,
+    instance: Instance,
+    model: Model,
+    user: UserSide | str,
+    *,
+    sample: int = 0,
+    task_id: str | None = None,
+    task_context: Mapping[str, Any] | None = None,
+    limits: Limits | None = None,
+    models: Mapping[str, Model] | None = None,
+) -> Episode:
+    """Run the harness's entry agent against `user` on `instance`; never raises for model or world trouble.
+
+    Args:
+        model: answers every agent without its own `model` in harness.yaml.
+        user: a UserSide, or a plain message (a ScriptedUser with no follow-ups).
+        sample: passed to every model call, so samples differ yet replay from the cache.
+        task_context: shown to prompt templates as `task`.
+        limits: replace harness.yaml's limits.
+        models: models for agents that name their own, by name; others are built with get_model.
+    """
+    run = _Run(harness, instance, model, user, sample, task_context, limits or harness.config.limits, models)
+    return await run.episode(task_id)
+
+
+class _Run:
+    def __init__(
+        self,
+        harness: Harness,
+        instance: Instance,
+        model: Model,
+        user: UserSide | str,
+        sample: int,
+        task_context: Mapping[str, Any] | None,
+        limits: Limits,
+        models: Mapping[str, Model] | None,
+    ) -> None:
+        self.harness = harness
+        self.instance = instance
+        self.model = model
+        self.user = ScriptedUser(user) if isinstance(user, str) else user
+        self.sample = sample
+        self.task = dict(task_context or {})
+        self.limits = limits
+        self.models = dict(models or {})
+        self.events: list[Event] = []
+        self.usage = EpisodeUsage()
+        self.tool_calls = 0
+        self.world_bug: str | None = None
+        self.agents: dict[str, _Agent] = {}
+        self.started = time.perf_counter()
+        self.now = instance.now().strftime("%Y-%m-%d %H:%M:%S")
+
+    async def episode(self, task_id: str | None) -> Episode:
+        log_start = len(self.instance.log)
+        entry = self.harness.entry
+        stop_reason: StopReason
+        error = None
+        try:
+            message: str | None = self.user.opening
+            turns: list[Turn] = []
+            while message is not None:
+                self._event("user", entry, content=message)
+                turns.append(UserTurn(message))
+                outcome = await self._run_agent(entry, turns, delegation=None)
+                if outcome.stopped:
+                    raise _Stop("stop_tool")
+                try:
+                    message = await self.user.respond(list(self.events))
+                except ModelError as exc:
+                    raise _Stop("model_error", f"the user side's model failed: {exc}") from None
+            stop_reason = "reply"
+        except _Stop as stop:
+            stop_reason, error = stop.reason, stop.error
+        if self.world_bug is not None and stop_reason != "model_error":
+            stop_reason, error = "world_bug", self.world_bug
+        clock = self.instance.clock
+        return Episode(
+            harness=self.harness.name,
+            harness_hash=self.harness.hash,
+            model=self.model.name,
+            world=self.instance.world.name,
+            fixture=self.instance.fixture.name,
+            seed=self.instance.seed,
+            clock=clock.mode + (f"@{clock.start:%Y-%m-%d %H:%M:%S}" if clock.start else ""),
+            task_id=task_id,
+            events=self.events,
+            calls=self.instance.log[log_start:],
+            diff=self.instance.diff(),
+            stop_reason=stop_reason,
+            error=error,
+            usage=self.usage,
+            duration_s=round(time.perf_counter() - self.started, 6),
+        )
+
+    # -- one agent ------------------------------------------------------------------------------
+
+    def _agent(self, name: str) -> _Agent:
+        if name in self.agents:
+            return self.agents[name]
+        harness, config = self.harness, self.harness.agent(name)
+        model = self.model
+        if config.model is not None:
+            model = self.models.get(config.model) or get_model(
+                config.model, cache=getattr(self.model, "cache", None)
+            )
+            self.models[config.model] = model
+        protocol = PROTOCOLS[harness.protocol_for(name, model.name)]
+        specs = tool_specs(harness, name)
+        system = harness.render_prompt(
+            name,
+            {
+                "agent": name,
+                "harness": harness.name,
+                "documents": harness.world.documents,
+                "task": self.task,
+                "skills": {s: harness.skills[s] for s in config.skills},
+                "tools": protocol.render_tools(specs),
+                "demos": protocol.render_demos([harness.demos[d] for d in config.demos]),
+                "protocol": protocol.name,
+                "now": self.now,
+            },
+        )
+        agent = _Agent(
+            name=name,
+            model=model,
+            protocol=protocol,
+            system=system,
+            params=protocol.params(harness.params_for(name)),
+            specs={spec.name: spec for spec in specs},
+            tools=protocol.tools(specs),
+        )
+        self.agents[name] = agent
+        return agent
+
+    async def _run_agent(self, name: str, turns: list[Turn], delegation: Call | None) -> _Outcome:
+        """Ask the model and act until the agent replies or calls a stop tool."""
+        agent = self._agent(name)
+        while True:
+            response = await self._complete(agent, turns)
+            cost = {
+                "prompt_tokens": response.usage.prompt_tokens,
+                "completion_tokens": response.usage.completion_tokens,
+                "latency_s": response.latency_s,
+            }
+            parsed = agent.protocol.parse(response, f"{name}_{self.usage.model_calls}")
+            if parsed.error is not None:
+                self._event(
+                    "error",
+                    name,
+                    content=parsed.raw,
+                    error={"type": MALFORMED, "message": parsed.error},
+                    **cost,
+                )
+                turns += [AssistantTurn(raw=parsed.raw), ErrorTurn(parsed.error)]
+                continue
+            if parsed.reply is not None:
+                turns.append(AssistantTurn(text=parsed.reply))
+                if delegation is None:
+                    self._event("assistant", name, content=parsed.reply, **cost)
+                else:
+                    self._event(
+                        "return",
+                        name,
+                        tool=name,
+                        call_id=delegation.id,
+                        content=parsed.reply,
+                        ok=True,
+                        **cost,
+                    )
+                return _Outcome(parsed.reply)
+            if parsed.thought:
+                self._event("thought", name, content=parsed.thought, **cost)
+                cost = {}
+            turns.append(AssistantTurn(text=parsed.thought, calls=parsed.calls))
+            stopped = None
+            for call in parsed.calls:
+                content, stops = await self._call(agent, call, cost)
+                cost = {}
+                turns.append(ResultTurn(call.id, call.name, content))
+                if stops and stopped is None:
+                    stopped = content
+            if stopped is not None:
+                if delegation is not None:
+                    self._event("return", name, tool=name, call_id=delegation.id, content=stopped, ok=True)
+                return _Outcome(stopped, stopped=True)
+
+    async def _complete(self, agent: _Agent, turns: list[Turn]) -> ModelResponse:
+        limits = self.limits
+        if self.usage.model_calls >= limits.turns:
+            raise _Stop("turn_limit")
+        if limits.tokens is not None and self.usage.total_tokens >= limits.tokens:
+            raise _Stop("token_limit")
+        try:
+            response = await agent.model.complete(
+                agent.protocol.messages(agent.system, turns),
+                tools=agent.tools,
+                params=agent.params,
+                sample=self.sample,
+            )
+        except ModelError as exc:
+            self._event(
+                "error", agent.name, content=str(exc), error={"type": "model_error", "message": str(exc)}
+            )
+            raise _Stop("model_error", f"{agent.model.name}: {exc}") from None
+        usage = self.usage
+        usage.model_calls += 1
+        usage.cached_calls += int(response.cached)
+        usage.prompt_tokens += response.usage.prompt_tokens
+        usage.completion_tokens += response.usage.completion_tokens
+        usage.cost_usd += response.cost_usd
+        return response
+
+    # -- one tool call --------------------------------------------------------------------------
+
+    async def _call(self, agent: _Agent, call: Call, cost: dict[str, Any]) -> tuple[str, bool]:
+        """Run one call; returns what the model reads next and whether it ends the agent's run."""
+        if self.tool_calls >= self.limits.tool_calls:
+            raise _Stop("tool_limit")
+        self.tool_calls += 1
+        spec = agent.specs.get(call.name)
+        if spec is not None and spec.kind == "delegate" and call.error is None:
+            request = (call.arguments or {}).get("request")
+            if isinstance(request, str) and request.strip():
+                self._event(
+                    "delegate",
+                    agent.name,
+                    tool=spec.target,
+                    call_id=call.id,
+                    arguments=call.arguments,
+                    content=request,
+                    **cost,
+                )
+                outcome = await self._run_agent(spec.target or "", [UserTurn(request)], delegation=call)
+                return json.dumps({"answer": outcome.text}, ensure_ascii=False), False
+        arguments = call.arguments if call.arguments is not None else {"_raw": call.raw}
+        self._event("tool_call", agent.name, tool=call.name, call_id=call.id, arguments=arguments, **cost)
+        result = self._execute(agent, spec, call)
+        error = result.error.model_dump(exclude_defaults=True) if result.error else None
+        self._event(
+            "tool_result",
+            agent.name,
+            tool=call.name,
+            call_id=call.id,
+            ok=result.ok,
+            result=result.value,
+            error=error,
+        )
+        if result.error is not None and result.error.type == "world_bug":
+            self.world_bug = self.world_bug or result.error.message
+            self._event(
+                "error",
+                agent.name,
+                tool=call.name,
+                call_id=call.id,
+                content=result.error.message,
+                error=error,
+            )
+        content = result.for_model()
+        if len(content) > self.limits.observation_chars:
+            content = content[: self.limits.observation_chars] + " …(truncated)"
+        return content, bool(spec is not None and spec.stops and result.ok)
+
+    def _execute(self, agent: _Agent, spec: ToolSpec | None, call: Call) -> ToolResult:
+        if spec is None:
+            known = ", ".join([*agent.specs, *(["reply"] if agent.protocol.name == "text" else [])])
+            return _failure(
+                call.name, "unknown_tool", f"You have no tool {call.name!r}. Your tools: {known}."
+            )
+        if call.error is not None:
+            return _failure(call.name, "invalid_arguments", call.error)
+        arguments = call.arguments or {}
+        if spec.kind == "delegate":
+            return _failure(
+                call.name, "invalid_arguments", 'request: give the request as {"request": "<text>"}'
+            )
+        if spec.kind == "skill":
+            skill = arguments.get("name")
+            if skill not in self.harness.agent(agent.name).skills:
+                return _failure(
+                    call.name,
+                    "not_found",
+                    f"No skill {skill!r}. Skills: {', '.join(self.harness.agent(agent.name).skills)}.",
+                )
+            return ToolResult(
+                tool=call.name, ok=True, value={"skill": skill, "text": self.harness.skills[skill]}
+            )
+        return self.instance.call(call.name, **arguments)
+
+    def _event(self, kind: str, agent: str, **fields: Any) -> None:
+        self.events.append(
+            Event(kind=kind, agent=agent, at=round(time.perf_counter() - self.started, 6), **fields)
+        )
+
+
+def _failure(tool: str, kind: str, message: str) -> ToolResult:
+    return ToolResult(tool=tool, ok=False, error=ToolFailure(type=kind, message=message))

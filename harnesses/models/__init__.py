@@ -1,0 +1,48 @@
+"""Atoll's model layer: every model call (agent, proposer, simulated user) goes through here.
+
+The public API is exactly what `__all__` lists. litellm is imported only when a model is
+first called, so importing this package is cheap.
+"""
+
+from ._cache import ResponseCache
+from ._client import NO_NETWORK_ENV, LiteLLMModel, get_model
+from ._resolve import MODEL_ENV, check_credentials, resolve_model
+from ._scripted import ScriptedModel, ScriptExhausted
+from ._types import (
+    LOCAL_DEFAULT_MODEL,
+    MissingCredentials,
+    Model,
+    ModelError,
+    ModelParams,
+    ModelRequest,
+    ModelRequestError,
+    ModelResponse,
+    ModelUnavailable,
+    NetworkModelsDisabled,
+    ToolCall,
+    Usage,
+)
+
+__all__ = [
+    "LOCAL_DEFAULT_MODEL",
+    "MODEL_ENV",
+    "NO_NETWORK_ENV",
+    "LiteLLMModel",
+    "MissingCredentials",
+    "Model",
+    "ModelError",
+    "ModelParams",
+    "ModelRequest",
+    "ModelRequestError",
+    "ModelResponse",
+    "ModelUnavailable",
+    "NetworkModelsDisabled",
+    "ResponseCache",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "ToolCall",
+    "Usage",
+    "check_credentials",
+    "get_model",
+    "resolve_model",
+]
