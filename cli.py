@@ -352,5 +352,177 @@ def run(
     out.print(render_result(result))
 
 
+@app.command("gate")
+def gate(
+    harness: Annotated[
+        Path, typer.Argument(help="The harness folder; its working-tree files are the candidate.")
+    ],
+    base: Annotated[
+        str | None, typer.Option(help="Git ref of the base; default the merge base with the default branch.")
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            help="Compare with a stored result (--json or --save-baseline output) instead of a ref."
+        ),
+    ] = None,
+    suite: Annotated[
+        Path | None, typer.Option(help="Eval suite folder; default evals/<the harness's world>.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Agent model; default $ATOLL_MODEL, else the harness's.")
+    ] = None,
+    split: Annotated[str, typer.Option(help="Which split to score: train, val or test.")] = "val",
+    k: Annotated[
+        int | None, typer.Option("-k", help="Seeds per task; default each task's own seeds.")
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option(help="Fail if the 95% lower bound of the mean change is below this.")
+    ] = -0.05,
+    alpha: Annotated[float, typer.Option(help="Fail if the sign test for losses gives p <= alpha.")] = 0.05,
+    max_error_rate: Annotated[
+        float, typer.Option(help="Above this share of errored episodes: exit 3.")
+    ] = 0.2,
+    concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 8,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here (one test case per task).")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the full report as JSON here.")
+    ] = None,
+    save_baseline: Annotated[
+        Path | None, typer.Option(help="Save the candidate's result as a baseline file.")
+    ] = None,
+) -> None:
+    """CI regression gate: is the working-tree harness no worse than the base? Exit 0 pass, 1 regression,
+    2 usage or configuration error, 3 the evaluation itself failed.
+
+    Both sides run the same tasks and seeds, paired, replaying cached model answers. Appends a
+    Markdown summary to $GITHUB_STEP_SUMMARY when set; see examples/atoll-gate.yml.
+
+    Example: `optimize gate harnesses/support_agent --base main --junit gate.xml`
+    """
+    import asyncio
+
+    from optimizer import (
+        GateConfig,
+        GateError,
+        append_step_summary,
+        gate_progress,
+        render_gate,
+        run_gate,
+        write_json,
+        write_junit,
+    )
+    from optimizer import save_baseline as store_baseline
+
+    try:
+        config = GateConfig(
+            harness=harness,
+            base=base,
+            baseline=baseline,
+            suite=suite,
+            model=model,
+            split=split,
+            k=k,
+            tolerance=tolerance,
+            alpha=alpha,
+            max_error_rate=max_error_rate,
+            concurrency=concurrency,
+        )
+    except ValueError as error:
+        fail(str(error).replace("\n", " "))
+    try:
+        with gate_progress(err) as progress:
+            report = asyncio.run(run_gate(config, on_progress=progress))
+        out.print(render_gate(report))
+        if junit:
+            write_junit(report, junit)
+        if json_out:
+            write_json(report, json_out)
+        if save_baseline:
+            store_baseline(report, save_baseline)
+    except GateError as error:
+        fail(str(error), code=error.exit_code)
+    except KeyboardInterrupt:
+        fail("interrupted", code=130)
+    append_step_summary(report)
+    raise typer.Exit(report.exit_code)
+
+
+@app.command("diff")
+def diff(
+    a: Annotated[
+        str, typer.Argument(help="A git ref, `worktree`, a run id (or `latest`), or a harness hash prefix.")
+    ],
+    b: Annotated[str, typer.Argument(help="The same kinds as A; prefixes git:, run:, hash: force the kind.")],
+    harness: Annotated[Path | None, typer.Option(help="The harness folder, for git refs.")] = None,
+    task: Annotated[
+        str | None, typer.Option(help="With two runs: show this task's world diffs side by side.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="With --task: which seed (default the first).")] = None,
+) -> None:
+    """Compare two harness versions or two runs: the file diff (prompts word by word, YAML by key),
+    the tasks that flipped, and for one task the two world diffs side by side.
+
+    Example: `optimize diff main worktree --harness harnesses/support_agent`
+    """
+    from evals import RunStore, StoreError
+    from optimizer import ReportError, render_comparison, resolve_side
+
+    try:
+        with RunStore() as store:
+            left, right = resolve_side(a, harness, store), resolve_side(b, harness, store)
+            out.print(render_comparison(left, right, store, task=task, seed=seed))
+    except (ReportError, StoreError) as error:
+        fail(str(error))
+
+
+@app.command("report")
+def report(
+    run_ref: Annotated[
+        str, typer.Argument(metavar="RUN", help="An optimization run id (or `latest`).")
+    ] = "latest",
+    html: Annotated[
+        Path | None, typer.Option(help="Also write the report as one self-contained HTML page.")
+    ] = None,
+) -> None:
+    """Show an optimization run: its score trajectory, every proposal with its statistics, spend,
+    and the final harness diff.
+
+    Example: `optimize report latest --html report.html`
+    """
+    from evals import RunStore, StoreError
+    from optimizer import ReportError, render_report, write_html_report
+
+    try:
+        with RunStore() as store:
+            out.print(render_report(store, run_ref))
+            if html:
+                err.print(f"wrote {write_html_report(store, run_ref, html)}")
+    except (ReportError, StoreError) as error:
+        fail(str(error))
+
+
+@app.command("history")
+def history_(
+    harness: Annotated[Path, typer.Argument(help="The harness folder.")],
+    limit: Annotated[int, typer.Option(help="How many commits to read.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List a harness's accepted variants (its Atoll commits) with their recorded figures.
+
+    Example: `optimize history harnesses/support_agent`
+    """
+    from optimizer import history, render_history
+    from optimizer._git import GitError
+
+    try:
+        if as_json:
+            _print_json([entry.model_dump() for entry in history(harness, limit=limit)])
+        else:
+            out.print(render_history(harness, limit=limit))
+    except GitError as error:
+        fail(str(error))
+
+
 if __name__ == "__main__":
     app()

@@ -1,0 +1,88 @@
+"""Evals: suites of tasks graded by what the agent changed in the world, run in batches and stored.
+
+The public API is exactly what `__all__` lists; see evals/README.md for the task format.
+"""
+
+from ._batch import (
+    BatchError,
+    BatchProgress,
+    BatchResult,
+    OnProgress,
+    evaluate,
+    evaluate_batch,
+    plan_batch,
+    resume_batch,
+)
+from ._graders import grade_episode, replay_reference
+from ._render import (
+    progress_bar,
+    render_episode_result,
+    render_grade,
+    render_result,
+    render_run,
+    render_runs,
+    render_summary,
+)
+from ._store import DEFAULT_RUNS_DB, RUNS_DB_ENV, EpisodeResult, RunRecord, RunStore, StoreError
+from ._suite import SPLITS, Expect, Suite, SuiteConfig, SuiteError, Task, UserSpec, load_suite
+from ._users import STOP_TOKEN, SimulatedUser, user_for
+from .graders._matchers import Matcher, values_equal
+from .graders._python import FixtureView, GraderDefinitionError, GraderError, GraderSpec, PythonGrader, grader
+from .graders._reference import ReferenceCall, ReferenceFailed
+from .graders._verdict import Check, Grade
+from .metrics import EpisodeOutcome, Metrics, TaskMetrics, compute_metrics, pass_hat_k, passes
+
+__all__ = [
+    "DEFAULT_RUNS_DB",
+    "RUNS_DB_ENV",
+    "SPLITS",
+    "STOP_TOKEN",
+    "BatchError",
+    "BatchProgress",
+    "BatchResult",
+    "Check",
+    "EpisodeOutcome",
+    "EpisodeResult",
+    "Expect",
+    "FixtureView",
+    "Grade",
+    "GraderDefinitionError",
+    "GraderError",
+    "GraderSpec",
+    "Matcher",
+    "Metrics",
+    "OnProgress",
+    "PythonGrader",
+    "ReferenceCall",
+    "ReferenceFailed",
+    "RunRecord",
+    "RunStore",
+    "SimulatedUser",
+    "StoreError",
+    "Suite",
+    "SuiteConfig",
+    "SuiteError",
+    "Task",
+    "TaskMetrics",
+    "UserSpec",
+    "compute_metrics",
+    "evaluate",
+    "evaluate_batch",
+    "grade_episode",
+    "grader",
+    "load_suite",
+    "pass_hat_k",
+    "passes",
+    "plan_batch",
+    "progress_bar",
+    "render_episode_result",
+    "render_grade",
+    "render_result",
+    "render_run",
+    "render_runs",
+    "render_summary",
+    "replay_reference",
+    "resume_batch",
+    "user_for",
+    "values_equal",
+]

@@ -12,9 +12,25 @@ from ._config import (
     OptimizerStatus,
     StepRecord,
 )
+from ._gate import GateConfig, run_gate
+from ._gate_report import append_step_summary, gate_progress, markdown_summary, render_gate, write_junit
+from ._gate_result import (
+    Baseline,
+    GateError,
+    GateReport,
+    GateSide,
+    TaskRow,
+    load_baseline,
+    save_baseline,
+    write_json,
+)
+from ._history import HistoryEntry, history, render_history
 from ._loop import commit_message, optimize
 from ._operators import AddDemo, DropDemo, ExposeTool, HideTool, ReorderDemos, TuneSampling, default_operators
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unified_patch
+from ._render import render_result, render_status
+from ._reports import DiffSide, ReportError, render_comparison, render_flips, render_world_diffs, resolve_side
+from ._runreport import render_report, write_html_report
 from .stats import (
     AcceptanceRule,
     Comparison,
@@ -32,14 +48,21 @@ from .stats import (
 __all__ = [
     "AcceptanceRule",
     "AddDemo",
+    "Baseline",
     "Comparison",
     "Decision",
+    "DiffSide",
     "DropDemo",
     "ExposeTool",
     "FailureReport",
+    "GateConfig",
+    "GateError",
+    "GateReport",
     "GateRule",
+    "GateSide",
     "GateVerdict",
     "HideTool",
+    "HistoryEntry",
     "OptimizeConfig",
     "OptimizeResult",
     "OptimizerError",
@@ -51,15 +74,36 @@ __all__ = [
     "ProposalContext",
     "Proposer",
     "ReorderDemos",
+    "ReportError",
     "StepRecord",
+    "TaskRow",
     "TuneSampling",
+    "append_step_summary",
     "bootstrap_lower_bound",
     "commit_message",
     "compare",
     "decide",
     "default_operators",
     "gate",
+    "gate_progress",
+    "history",
+    "load_baseline",
+    "markdown_summary",
     "optimize",
+    "render_comparison",
+    "render_flips",
+    "render_gate",
+    "render_history",
+    "render_report",
+    "render_result",
+    "render_status",
+    "render_world_diffs",
+    "resolve_side",
+    "run_gate",
+    "save_baseline",
     "sign_test_greater",
     "unified_patch",
+    "write_html_report",
+    "write_json",
+    "write_junit",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 from evals import BatchProgress, BatchResult, RunStore, Suite, evaluate_batch, load_suite
 from harnesses import Harness, HarnessError, load_harness
-from harnesses.models import Model, check_credentials, get_model, resolve_model
+from harnesses.models import Model, ResponseCache, check_credentials, get_model, resolve_model
 
 from . import _git as git
 from ._config import (
@@ -100,6 +100,7 @@ class Optimization:
         on_event: OnEvent | None,
         run_id: str,
         proposers: list[Any] | None = None,
+        model: Model | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -120,9 +121,11 @@ class Optimization:
                 raise OptimizerError(
                     f"suite {self.suite.name!r} has no {split} tasks; the optimizer needs both"
                 )
-        model_name = resolve_model(config.model, self.start.config.model)
-        check_credentials(model_name)
-        self.model: Model = get_model(model_name, cache=store.response_cache())
+        if model is None:
+            model_name = resolve_model(config.model, self.start.config.model)
+            check_credentials(model_name)
+            model = get_model(model_name, cache=ResponseCache.default())
+        self.model: Model = model
         self.proposers = proposers if proposers is not None else self._proposers()
         self.status = OptimizerStatus(run_id=run_id, max_proposals=config.max_proposals)
         self.started = time.monotonic()
@@ -142,7 +145,7 @@ class Optimization:
             from ._llm_proposer import LLMProposer
 
             check_credentials(self.config.proposer_model)
-            proposer_model = get_model(self.config.proposer_model, cache=self.store.response_cache())
+            proposer_model = get_model(self.config.proposer_model, cache=ResponseCache.default())
             operators.insert(0, LLMProposer(proposer_model))
         if not operators:
             raise OptimizerError("no proposers: name at least one operator or give --proposer-model")
@@ -521,6 +524,7 @@ async def optimize(
     resume: str | None = None,
     store: RunStore | None = None,
     proposers: list[Any] | None = None,
+    model: Model | None = None,
 ) -> OptimizeResult:
     """Improve `config.harness` against its suite; commit every variant that passes the acceptance rule.
 
@@ -530,6 +534,7 @@ async def optimize(
         resume: the id of an interrupted run to continue (its stored config is used).
         store: the runs store; default `$ATOLL_RUNS_DB`, else runs/atoll.sqlite.
         proposers: your own Proposer objects instead of the ones `config` names.
+        model: a Model object for the agent (a ScriptedModel in tests) instead of `config.model`.
     """
     store = store or RunStore()
     records = Records(store)
@@ -542,7 +547,7 @@ async def optimize(
     else:
         run_id = new_optimization_id()
         _check_clean(config)
-    optimization = Optimization(config, store, on_event, run_id, proposers)
+    optimization = Optimization(config, store, on_event, run_id, proposers, model)
     if resume is None:
         records.create(
             run_id,

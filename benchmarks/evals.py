@@ -1,0 +1,163 @@
+"""Throughput of the batch runner against the ideal, with a model that only waits.
+
+A scripted model that sleeps 200 ms per call (ScriptedModel latency_s=0.2) drives the shipped
+support_agent harness on the helpdesk world: each episode makes 3 model calls (track_shipment,
+get_order, then the reply), is graded (reply check, no_other_writes, matches_reference) and
+written to a runs store in a temporary folder, as `optimize eval` does. With c episodes in flight
+the ideal is c / (3 × 0.2 s) episodes per second; the gap is the runner's own cost (instances,
+tool calls, prompt rendering, grading, the store) on this machine's CPU. Concurrency 1 is measured
+on a sample and extrapolated to the whole batch (it would take 500 × 0.6 s = 5 minutes).
+
+With --local, and when evals/helpdesk has a val split and the embedded model is installed, it also
+times the val split at k=1 on local/gemma-3-270m.
+
+Run: python benchmarks/evals.py [--episodes 500] [--sample 20] [--local]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on sys.path and this module would shadow the
+# `evals` package it measures.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import yaml  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from evals import RunStore, evaluate_batch, load_suite  # noqa: E402
+from harnesses import load_harness  # noqa: E402
+from harnesses.models import ModelRequest, ScriptedModel  # noqa: E402
+from worlds import get_world  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = ROOT / "harnesses" / "support_agent"
+SHIPPED_SUITE = ROOT / "evals" / "helpdesk"
+LATENCY_S = 0.2
+CALLS_PER_EPISODE = 3
+SEEDS = 10
+
+
+def write_suite(folder: Path, tasks: int) -> Path:
+    """A suite of order-status questions about the first `tasks` orders of small_shop."""
+    with get_world("helpdesk").instance("small_shop") as instance:
+        orders = [row["id"] for row in instance.query("SELECT id FROM orders ORDER BY id LIMIT ?", (tasks,))]
+    (folder / "tasks").mkdir(parents=True)
+    (folder / "suite.yaml").write_text(
+        yaml.safe_dump({"name": "bench", "world": "helpdesk", "default_seeds": list(range(SEEDS))})
+    )
+    (folder / "tasks" / "status.yaml").write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "id": f"status-{order}",
+                    "split": "val",
+                    "fixture": "small_shop",
+                    "user": {"message": f"Where is my order {order}?"},
+                    "reference": [{"get_order": {"order_id": order}}],
+                    "expect": {"no_other_writes": True, "matches_reference": True, "reply_contains": [order]},
+                }
+                for order in orders
+            ],
+            sort_keys=False,
+        )
+    )
+    return folder
+
+
+def answer(request: ModelRequest) -> dict | str:
+    """Look the order up twice, then say where it is: three calls, whatever the seed."""
+    order = re.search(r"ORD-\d+", next(m["content"] for m in request.messages if m["role"] == "user")).group()
+    results = sum(m["role"] == "tool" for m in request.messages)
+    if results == 0:
+        return {"tool_calls": [{"name": "track_shipment", "arguments": {"order_id": order}}]}
+    if results == 1:
+        return {"tool_calls": [{"name": "get_order", "arguments": {"order_id": order}}]}
+    return f"Your order {order} is on its way."
+
+
+async def measure(harness, suite, store: RunStore, concurrency: int, episodes: int, latency: float) -> float:
+    """Seconds to run `episodes` episodes (the first tasks × seeds) at `concurrency`."""
+    tasks = [task.id for task in suite.tasks][: max(1, episodes // SEEDS)]
+    seeds = list(range(min(SEEDS, episodes)))
+    model = ScriptedModel(fn=answer, latency_s=latency)
+    started = time.perf_counter()
+    result = await evaluate_batch(
+        harness, suite, model=model, tasks=tasks, seeds=seeds, concurrency=concurrency, store=store
+    )
+    elapsed = time.perf_counter() - started
+    assert len(result.results) == len(tasks) * len(seeds), "the batch ran fewer episodes than planned"
+    assert result.metrics.pass_k[1] == 1.0, "the scripted agent should pass every task"
+    return elapsed
+
+
+async def throughput(episodes: int, sample: int, console: Console) -> None:
+    harness = load_harness(HARNESS)
+    with tempfile.TemporaryDirectory() as folder:
+        suite = load_suite(write_suite(Path(folder) / "suite", episodes // SEEDS))
+        with RunStore(Path(folder) / "runs.sqlite") as store:
+            await measure(harness, suite, store, 16, 20, 0.0)  # warm up: fixture, prompts, imports
+            cpu = await measure(harness, suite, store, 1, episodes, 0.0) / episodes
+            table = Table(title=f"Batch throughput, {episodes} episodes, {CALLS_PER_EPISODE} calls × {LATENCY_S} s")
+            for column in ("concurrency", "episodes run", "wall", "episodes/s", "ideal/s", "% of ideal"):
+                table.add_column(column, justify="right")
+            for concurrency in (1, 16, 128):
+                run = sample if concurrency == 1 else episodes
+                elapsed = await measure(harness, suite, store, concurrency, run, LATENCY_S)
+                rate = run / elapsed
+                ideal = concurrency / (CALLS_PER_EPISODE * LATENCY_S)
+                shown = f"{elapsed:.2f} s" if run == episodes else f"{elapsed:.2f} s (→ {episodes / rate:.0f} s for {episodes})"
+                table.add_row(str(concurrency), str(run), shown, f"{rate:.2f}", f"{ideal:.2f}", f"{100 * rate / ideal:.1f}%")
+    console.print(table)
+    console.print(f"runner's own cost per episode (no model latency, concurrency 1): {1000 * cpu:.1f} ms")
+
+
+async def local_val(console: Console) -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        console.print("local model: llama-cpp-python is not installed (pip install -e '.[local]'); skipped")
+        return
+    if not (SHIPPED_SUITE / "suite.yaml").exists():
+        console.print(f"local model: no suite at {SHIPPED_SUITE.relative_to(ROOT)}; skipped")
+        return
+    suite = load_suite(SHIPPED_SUITE)
+    tasks = suite.select(split="val")
+    if not tasks:
+        console.print("local model: the shipped suite has no val split; skipped")
+        return
+    with tempfile.TemporaryDirectory() as folder, RunStore(Path(folder) / "runs.sqlite") as store:
+        started = time.perf_counter()
+        result = await evaluate_batch(
+            HARNESS, suite, model="local/gemma-3-270m", split="val", k=1, concurrency=4, store=store
+        )
+        elapsed = time.perf_counter() - started
+    metrics = result.metrics
+    console.print(
+        f"local/gemma-3-270m, val split, k=1: {metrics.episodes} episodes in {elapsed:.1f} s "
+        f"({elapsed / metrics.episodes:.1f} s each), mean score {metrics.mean_score:.3f}, "
+        f"pass^1 {metrics.pass_1:.1%}, {metrics.errors} errors, "
+        f"{metrics.prompt_tokens + metrics.completion_tokens} tokens"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=500)
+    parser.add_argument("--sample", type=int, default=20, help="episodes measured at concurrency 1")
+    parser.add_argument("--local", action="store_true", help="also time the val split on the local model")
+    options = parser.parse_args()
+    console = Console()
+    asyncio.run(throughput(options.episodes, options.sample, console))
+    if options.local:
+        asyncio.run(local_val(console))
+
+
+if __name__ == "__main__":
+    main()

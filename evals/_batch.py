@@ -1,0 +1,418 @@
+"""The batch runner: tasks × seeds in parallel, one fresh instance per episode, graded and stored.
+
+Episodes run as asyncio tasks under a concurrency limit. Nothing blocks the event loop for long:
+instances cost about a millisecond, tool calls and grading are fast, and a model that computes
+in-process (the local provider) does so in a thread. A model that stays unreachable ends its
+episode as errored (it scores 0 and counts as an error) and the batch goes on; a bug of the
+suite (a failing reference solution, a crashing Python grader) or of the harness stops it.
+
+Each graded episode is written to the runs store in its own transaction, so a run killed
+midway keeps every finished episode, and running it again with the same `run_id` (or
+`resume_batch`) plays only the missing (task, seed) pairs.
+
+Progress is reported through `on_progress`, called after each episode: pass a rich progress bar
+(`evals.progress_bar`) for people, nothing for the optimizer and the Python API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harnesses import Episode, Harness, load_harness, run_episode
+from harnesses.models import (
+    Model,
+    ModelError,
+    ResponseCache,
+    check_credentials,
+    get_model,
+    resolve_model,
+)
+
+from ._graders import grade_episode
+from ._store import EpisodeResult, RunRecord, RunStore, new_run_id, now_text
+from ._suite import Suite, SuiteError, Task, display_path, load_suite
+from ._users import user_for
+from .graders._reference import ReferenceFailed
+from .metrics import Metrics, compute_metrics
+
+ProgressKind = Literal["start", "episode", "finish"]
+
+
+@dataclass
+class BatchProgress:
+    """Where a batch stands, sent to `on_progress` at the start, after every episode, and at the end."""
+
+    kind: ProgressKind
+    run_id: str
+    total: int  # episodes in the run, including those stored before a resume
+    done: int = 0  # finished, including those stored before a resume
+    resumed: int = 0  # how many of `done` were already stored
+    passed: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    elapsed_s: float = 0.0
+    last: EpisodeResult | None = None  # the episode just finished ("episode" events)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, result: EpisodeResult) -> None:
+        usage = result.episode.usage
+        self.done += 1
+        self.passed += int(result.passed)
+        self.errors += int(result.errored)
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cost_usd += usage.cost_usd
+
+
+OnProgress = Callable[[BatchProgress], None]
+
+
+@dataclass
+class BatchResult:
+    """Every episode of a batch with its grade, and the metrics over them."""
+
+    run_id: str
+    harness: str
+    harness_hash: str
+    model: str
+    suite: str
+    split: str | None
+    k: int | None
+    results: list[EpisodeResult]
+    metrics: Metrics
+    elapsed_s: float
+    resumed: int = 0  # episodes taken from the store instead of run again
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def by_task(self) -> dict[str, list[EpisodeResult]]:
+        grouped: dict[str, list[EpisodeResult]] = defaultdict(list)
+        for result in self.results:
+            grouped[result.task_id].append(result)
+        return dict(grouped)
+
+    def scores(self) -> dict[str, list[float | None]]:
+        """Per task, the scores in seed order, None for an errored episode: what `optimizer.stats` compares."""
+        return {
+            task: [None if r.errored else r.score for r in sorted(results, key=lambda r: r.seed)]
+            for task, results in self.by_task().items()
+        }
+
+    def failures(self) -> list[EpisodeResult]:
+        """Episodes that did not pass (errored ones included), worst first: what a proposer reads."""
+        return sorted((r for r in self.results if not r.passed), key=lambda r: (r.score, r.task_id, r.seed))
+
+
+class BatchError(Exception):
+    """A batch cannot start or go on: the harness, the suite and the options disagree."""
+
+
+def plan_batch(
+    suite: Suite,
+    *,
+    split: str | None = None,
+    tasks: Iterable[str] | None = None,
+    seeds: list[int] | None = None,
+    k: int | None = None,
+) -> list[tuple[Task, int]]:
+    """The (task, seed) pairs a batch runs, in suite order."""
+    selected = suite.select(split=split, tasks=tasks)
+    if not selected:
+        what = f"split {split!r}" if split else "the selection"
+        raise SuiteError(f"suite {suite.name!r}: {what} has no tasks")
+    return [(task, seed) for task in selected for seed in suite.seeds(task, k=k, seeds=seeds)]
+
+
+def resolve_agent_model(model: Model | str | None, harness: Harness) -> Model:
+    """A Model as given, or built from a name (else $ATOLL_MODEL, else the harness's default).
+
+    Checks credentials first, so a missing API key fails before any episode starts.
+    """
+    if model is not None and not isinstance(model, str):
+        return model
+    name = resolve_model(model, harness.config.model)
+    check_credentials(name)
+    return get_model(name, cache=ResponseCache.default())
+
+
+async def evaluate_batch(
+    harness: Harness | str | Path,
+    suite: Suite | str | Path,
+    *,
+    model: Model | str | None = None,
+    user_model: Model | None = None,
+    split: str | None = None,
+    tasks: Iterable[str] | None = None,
+    seeds: list[int] | None = None,
+    k: int | None = None,
+    concurrency: int = 8,
+    store: RunStore | None = None,
+    run_id: str | None = None,
+    kind: str = "eval",
+    on_progress: OnProgress | None = None,
+) -> BatchResult:
+    """Run and grade every (task, seed) of the selection; store each episode as it finishes.
+
+    Args:
+        harness: a Harness or its folder.
+        suite: a Suite or its folder.
+        model: the agent's model: a Model, a model name, or None for $ATOLL_MODEL / the harness default.
+        user_model: plays simulated users (tasks with a persona); default: the agent's model.
+        split, tasks: which tasks (default: all of them).
+        seeds: run every task with these seeds instead of its own.
+        k: run every task with exactly k seeds (see `Suite.seeds`); pass^k is reported.
+        concurrency: episodes in flight at once.
+        store: where runs and episodes are written; None keeps everything in memory.
+        run_id: an id for a new run, or the id of a stored run to resume (same harness, suite,
+            model and selection): its stored episodes are kept and only the missing ones run.
+        kind: the run's kind in the store (`eval`, `gate`, `optimize`, ...).
+        on_progress: called with a BatchProgress at the start, after each episode and at the end.
+    """
+    if concurrency < 1:
+        raise BatchError(f"concurrency must be at least 1, got {concurrency}")
+    harness = harness if isinstance(harness, Harness) else load_harness(harness)
+    suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    if harness.world.name != suite.world.name:
+        raise BatchError(
+            f"harness {harness.name!r} drives world {harness.world.name!r} but suite {suite.name!r} "
+            f"tests world {suite.world.name!r}"
+        )
+    agent_model = resolve_agent_model(model, harness)
+    plan = plan_batch(suite, split=split, tasks=tasks, seeds=seeds, k=k)
+    _solve_references(suite, plan)
+
+    config = {
+        "suite_path": str(suite.path),
+        "suite_fingerprint": suite.fingerprint,
+        "world": suite.world.name,
+        "harness_source": harness.source,
+        "tasks": list(dict.fromkeys(task.id for task, _ in plan)),
+        "seeds": {task.id: suite.seeds(task, k=k, seeds=seeds) for task, _ in plan},
+        "split": split,
+        "k": k,
+        "seed_override": seeds,
+        "concurrency": concurrency,
+        "user_model": user_model.name if user_model is not None else None,
+        "pass_threshold": suite.pass_threshold,
+    }
+    run_id = run_id or new_run_id(kind)
+    previous: list[EpisodeResult] = []
+    if store is not None:
+        previous = _open_run(store, run_id, kind, harness, agent_model, suite, split, k, config)
+
+    stored = {(r.task_id, r.seed) for r in previous}
+    todo = [(task, seed) for task, seed in plan if (task.id, seed) not in stored]
+    progress = BatchProgress(kind="start", run_id=run_id, total=len(plan), resumed=len(previous))
+    for result in previous:
+        progress.add(result)
+    started = time.perf_counter()
+    _report(on_progress, progress)
+
+    results = list(previous)
+    queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
+    for item in todo:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while not queue.empty():
+            task, seed = queue.get_nowait()
+            result = await _run_one(harness, suite, task, seed, agent_model, user_model)
+            if store is not None:
+                store.add_episode(run_id, result)
+            results.append(result)
+            progress.add(result)
+            progress.kind, progress.last = "episode", result
+            progress.elapsed_s = time.perf_counter() - started
+            _report(on_progress, progress)
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(todo)))]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException as error:
+        for running in workers:
+            running.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        if store is not None:
+            interrupted = isinstance(error, asyncio.CancelledError | KeyboardInterrupt)
+            store.finish_run(run_id, "interrupted" if interrupted else "failed")
+        raise
+
+    results.sort(key=lambda r: (suite_order(suite, r.task_id), r.seed))
+    metrics = compute_metrics(
+        [r.outcome() for r in results], ks=[1, k] if k else None, pass_threshold=suite.pass_threshold
+    )
+    if store is not None:
+        store.finish_run(run_id, "finished", metrics)
+    elapsed = time.perf_counter() - started
+    progress.kind, progress.last, progress.elapsed_s = "finish", None, elapsed
+    _report(on_progress, progress)
+    return BatchResult(
+        run_id=run_id,
+        harness=harness.name,
+        harness_hash=harness.hash,
+        model=agent_model.name,
+        suite=suite.name,
+        split=split,
+        k=k,
+        results=results,
+        metrics=metrics,
+        elapsed_s=elapsed,
+        resumed=len(previous),
+        config=config,
+    )
+
+
+def suite_order(suite: Suite, task_id: str) -> int:
+    return next((i for i, task in enumerate(suite.tasks) if task.id == task_id), len(suite.tasks))
+
+
+def _report(on_progress: OnProgress | None, progress: BatchProgress) -> None:
+    if on_progress is not None:
+        on_progress(dataclasses.replace(progress))  # a snapshot: the batch goes on counting
+
+
+def _solve_references(suite: Suite, plan: list[tuple[Task, int]]) -> None:
+    """Replay each task's reference at its first seed now, so a broken task stops the batch before any
+    model call; the other seeds are replayed when their episodes are graded."""
+    problems, seen = [], set()
+    for task, seed in plan:
+        if task.id in seen:
+            continue
+        seen.add(task.id)
+        if task.reference and (task.expect.matches_reference or task.expect.no_other_writes):
+            try:
+                suite.reference(task, seed)
+            except ReferenceFailed as error:
+                problems.append(f"{display_path(suite.file_of(task.id))}: task {task.id!r}: {error}")
+    if problems:
+        raise SuiteError(problems)
+
+
+def _open_run(
+    store: RunStore,
+    run_id: str,
+    kind: str,
+    harness: Harness,
+    model: Model,
+    suite: Suite,
+    split: str | None,
+    k: int | None,
+    config: dict[str, Any],
+) -> list[EpisodeResult]:
+    """Start the run in the store, or reopen it for a resume; returns the episodes already stored."""
+    store.save_harness(harness.hash, harness.name, harness.files())
+    if not store.has_run(run_id):
+        store.start_run(
+            RunRecord(
+                id=run_id,
+                kind=kind,
+                harness=harness.name,
+                harness_hash=harness.hash,
+                model=model.name,
+                suite=suite.name,
+                split=split,
+                k=k,
+                started_at=now_text(),
+                config=config,
+            )
+        )
+        return []
+    run = store.run(run_id)
+    mismatches = []
+    if run.harness_hash != harness.hash:
+        mismatches.append(f"the harness changed (stored {run.harness_hash[:12]}, now {harness.hash[:12]})")
+    if run.model != model.name:
+        mismatches.append(f"the model differs (stored {run.model!r}, now {model.name!r})")
+    if run.config.get("suite_fingerprint") != suite.fingerprint:
+        mismatches.append(f"the suite's files changed since the run started ({display_path(suite.path)})")
+    if run.config.get("seeds") != config["seeds"]:
+        mismatches.append("the selection of tasks and seeds differs (split, tasks, seeds or k)")
+    if mismatches:
+        raise BatchError(f"cannot resume run {run_id}: {'; '.join(mismatches)}; start a new run instead")
+    store.mark_running(run_id)
+    return store.episodes(run_id)
+
+
+async def _run_one(
+    harness: Harness, suite: Suite, task: Task, seed: int, model: Model, user_model: Model | None
+) -> EpisodeResult:
+    user = user_for(task, model=user_model or model, sample=seed)
+    with suite.world.instance(task.fixture, seed=seed, clock=task.clock) as instance:
+        try:
+            episode = await run_episode(
+                harness, instance, model, user, sample=seed, task_id=task.id, task_context=task.context
+            )
+        except ModelError as error:  # the runtime records these itself; this is the safety net
+            episode = Episode(
+                harness=harness.name,
+                harness_hash=harness.hash,
+                model=model.name,
+                world=suite.world.name,
+                fixture=task.fixture,
+                seed=seed,
+                clock=task.clock,
+                task_id=task.id,
+                calls=list(instance.log),
+                diff=instance.diff(),
+                stop_reason="model_error",
+                error=f"{type(error).__name__}: {error}",
+            )
+    return EpisodeResult(
+        task_id=task.id, seed=seed, sample=seed, episode=episode, grade=grade_episode(suite, task, episode)
+    )
+
+
+async def resume_batch(
+    run_ref: str,
+    *,
+    store: RunStore,
+    model: Model | None = None,
+    user_model: Model | None = None,
+    concurrency: int | None = None,
+    on_progress: OnProgress | None = None,
+) -> BatchResult:
+    """Finish a stored run that was interrupted: same harness (from its snapshot), suite and selection.
+
+    `model` defaults to the run's model by name; pass the Model itself for one that has no name
+    the model layer can build (a ScriptedModel).
+    """
+    run = store.run(run_ref)
+    config = run.config
+    harness = Harness.from_files(
+        store.harness_files(run.harness_hash), source=config.get("harness_source", "")
+    )
+    return await evaluate_batch(
+        harness,
+        config["suite_path"],
+        model=model if model is not None else run.model,
+        user_model=user_model,
+        split=config.get("split"),
+        tasks=config.get("tasks"),
+        seeds=config.get("seed_override"),
+        k=config.get("k"),
+        concurrency=concurrency or config.get("concurrency", 8),
+        store=store,
+        run_id=run.id,
+        kind=run.kind,
+        on_progress=on_progress,
+    )
+
+
+def evaluate(harness: Harness | str | Path, suite: Suite | str | Path, **options: Any) -> BatchResult:
+    """`evaluate_batch` for synchronous callers (the CLI, scripts); same arguments."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(evaluate_batch(harness, suite, **options))
+    raise BatchError("evaluate() was called inside a running event loop; use `await evaluate_batch(...)`")

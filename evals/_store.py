@@ -1,0 +1,450 @@
+"""The runs store: one SQLite file (sqlite-utils, WAL) holding every run and every episode.
+
+Reports, `optimize show`, the CI gate and the optimizer read it; a batch writes each episode in
+its own transaction as soon as it is graded, so a run killed at any point leaves a store the next
+command can read, and resuming the run skips the (task, seed) pairs already stored.
+
+Tables: `runs`, `harness_snapshots` (the files of every harness version evaluated, by content
+hash), `episodes`, `store_meta`. Other parts of Atoll add their own tables with `ensure_table`
+(the optimizer's `variants` and `decisions`); the model layer's response cache may share the
+file (`response_cache()`), in its own `model_calls` table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlite_utils
+from pydantic import BaseModel, Field, TypeAdapter
+
+from harnesses import Episode, Event
+from harnesses.models import ResponseCache
+from worlds import CallRecord
+
+from .graders._verdict import Grade
+from .metrics import EpisodeOutcome, Metrics
+
+RUNS_DB_ENV = "ATOLL_RUNS_DB"
+DEFAULT_RUNS_DB = Path("runs") / "atoll.sqlite"
+STORE_VERSION = 1
+RESERVED_TABLES = ("runs", "harness_snapshots", "episodes", "store_meta", "model_calls")
+
+RunStatus = Literal["running", "finished", "interrupted", "failed"]
+_EVENTS = TypeAdapter(list[Event])
+_CALLS = TypeAdapter(list[CallRecord])
+
+
+class StoreError(Exception):
+    """The runs store cannot do what was asked (an unknown run, a newer store format)."""
+
+
+def now_text() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def new_run_id(kind: str = "eval") -> str:
+    """`eval-20260302-091500-a3f9`: sortable by time, unique, short enough to type its tail."""
+    return f"{kind}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+class RunRecord(BaseModel):
+    """One row of `runs`."""
+
+    id: str
+    kind: str = "eval"
+    harness: str
+    harness_hash: str
+    model: str
+    suite: str | None = None
+    split: str | None = None
+    k: int | None = None
+    started_at: str
+    finished_at: str | None = None
+    status: RunStatus = "running"
+    config: dict[str, Any] = Field(default_factory=dict)
+    metrics: Metrics | None = None
+
+
+class EpisodeResult(BaseModel):
+    """An episode of a task at one seed, with its grade: what a batch produces and the store keeps."""
+
+    task_id: str
+    seed: int
+    sample: int
+    episode: Episode
+    grade: Grade
+
+    @property
+    def errored(self) -> bool:
+        return self.episode.errored
+
+    @property
+    def score(self) -> float:
+        return 0.0 if self.errored else self.grade.score
+
+    @property
+    def passed(self) -> bool:
+        return not self.errored and self.grade.passed
+
+    def outcome(self) -> EpisodeOutcome:
+        """What metrics read: score (0 when errored), tokens, cost and latency."""
+        usage = self.episode.usage
+        return EpisodeOutcome(
+            task_id=self.task_id,
+            seed=self.seed,
+            score=self.score,
+            errored=self.errored,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost_usd,
+            latency_s=self.episode.duration_s,
+        )
+
+
+def default_path() -> Path:
+    """`$ATOLL_RUNS_DB`, else `runs/atoll.sqlite` under the working directory."""
+    return Path(os.environ.get(RUNS_DB_ENV) or DEFAULT_RUNS_DB)
+
+
+class RunStore:
+    """The runs database. Safe to share between threads; every write is one transaction.
+
+    Args:
+        path: the SQLite file; default `$ATOLL_RUNS_DB`, else `runs/atoll.sqlite`. Created on first use.
+    """
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        self.db = sqlite_utils.Database(connection)
+        self._lock = threading.RLock()
+        self.db.enable_wal()
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self._create()
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.path)!r})"
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite_utils.Database]:
+        """One transaction (nested blocks are savepoints), serialised across threads."""
+        with self._lock, self.db.atomic():
+            yield self.db
+
+    # -- schema ---------------------------------------------------------------------------------
+
+    def _create(self) -> None:
+        with self.transaction():
+            self.db["store_meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
+            stored = self.db.execute("SELECT value FROM store_meta WHERE key = 'version'").fetchone()
+            if stored is not None and int(stored[0]) > STORE_VERSION:
+                raise StoreError(
+                    f"{self.path}: written by a newer Atoll (store version {stored[0]} > {STORE_VERSION}); "
+                    "upgrade Atoll or point ATOLL_RUNS_DB at another file"
+                )
+            self.db["store_meta"].insert({"key": "version", "value": str(STORE_VERSION)}, replace=True)
+            self.db["runs"].create(
+                {
+                    "id": str,
+                    "kind": str,
+                    "harness": str,
+                    "harness_hash": str,
+                    "model": str,
+                    "suite": str,
+                    "split": str,
+                    "k": int,
+                    "started_at": str,
+                    "finished_at": str,
+                    "status": str,
+                    "config": str,
+                    "metrics": str,
+                },
+                pk="id",
+                not_null=["kind", "harness", "harness_hash", "model", "started_at", "status"],
+                if_not_exists=True,
+            )
+            self.db["harness_snapshots"].create(
+                {"hash": str, "name": str, "files": str, "created_at": str}, pk="hash", if_not_exists=True
+            )
+            self.db["episodes"].create(
+                {
+                    "run_id": str,
+                    "task_id": str,
+                    "seed": int,
+                    "sample": int,
+                    "harness_hash": str,
+                    "model": str,
+                    "world": str,
+                    "fixture": str,
+                    "stop_reason": str,
+                    "error": str,
+                    "errored": int,
+                    "score": float,
+                    "passed": int,
+                    "prompt_tokens": int,
+                    "completion_tokens": int,
+                    "tokens": int,
+                    "cost": float,
+                    "latency": float,
+                    "model_calls": int,
+                    "episode": str,  # the Episode as JSON, less the parts kept in their own columns
+                    "events": str,
+                    "calls": str,
+                    "diff": str,
+                    "grade": str,
+                    "created_at": str,
+                },
+                pk=("run_id", "task_id", "seed"),
+                foreign_keys=[("run_id", "runs", "id")],
+                if_not_exists=True,
+            )
+            self.db["runs"].create_index(["started_at"], if_not_exists=True)
+            self.db["episodes"].create_index(["run_id", "passed"], if_not_exists=True)
+
+    def ensure_table(
+        self,
+        name: str,
+        columns: Mapping[str, type],
+        *,
+        pk: str | tuple[str, ...],
+        foreign_keys: Iterable[tuple[str, str, str]] = (),
+    ) -> sqlite_utils.db.Table:
+        """Create a table for another part of Atoll (the optimizer's variants, decisions), or add the
+        columns it lacks; returns the sqlite-utils Table. Store JSON in `str` columns."""
+        if name in RESERVED_TABLES:
+            raise StoreError(f"table {name!r} belongs to the runs store itself; choose another name")
+        with self.transaction():
+            table = self.db[name]
+            if not table.exists():
+                table.create(dict(columns), pk=pk, foreign_keys=list(foreign_keys))
+            else:
+                for column, kind in columns.items():
+                    if column not in table.columns_dict:
+                        table.add_column(column, kind)
+        return self.db[name]
+
+    def response_cache(self) -> ResponseCache:
+        """The model layer's response cache, kept in this same file (its own `model_calls` table)."""
+        return ResponseCache(self.path)
+
+    # -- runs -----------------------------------------------------------------------------------
+
+    def start_run(self, run: RunRecord) -> RunRecord:
+        with self.transaction():
+            self.db["runs"].insert(_run_row(run))
+        return run
+
+    def mark_running(self, run_id: str) -> None:
+        with self.transaction():
+            self.db["runs"].update(run_id, {"status": "running", "finished_at": None})
+
+    def finish_run(self, run_id: str, status: RunStatus, metrics: Metrics | None = None) -> None:
+        values: dict[str, Any] = {"status": status, "finished_at": now_text()}
+        if metrics is not None:
+            values["metrics"] = metrics.model_dump_json()
+        with self.transaction():
+            self.db["runs"].update(run_id, values)
+
+    def has_run(self, run_id: str) -> bool:
+        with self._lock:
+            return self.db.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone() is not None
+
+    def run(self, ref: str) -> RunRecord:
+        """A run by id, by a unique end or start of its id, or `latest`."""
+        return _run_record(self._run_row(self.resolve(ref)))
+
+    def resolve(self, ref: str) -> str:
+        """The full id of the run `ref` names (see `run`); StoreError when none or several match."""
+        with self._lock:
+            if ref in ("latest", "last"):
+                row = self.db.execute(
+                    "SELECT id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1"
+                ).fetchone()
+                if row is None:
+                    raise StoreError(f"{self.path}: no runs yet; run `optimize eval` first")
+                return row[0]
+            exact = self.db.execute("SELECT id FROM runs WHERE id = ?", [ref]).fetchone()
+            if exact is not None:
+                return exact[0]
+            found = [
+                row[0]
+                for row in self.db.execute(
+                    "SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\' ORDER BY started_at",
+                    [_like(ref) + "%", "%" + _like(ref)],
+                )
+            ]
+        if not found:
+            raise StoreError(f"{self.path}: no run {ref!r}; `optimize runs` lists them")
+        if len(found) > 1:
+            raise StoreError(f"run {ref!r} is ambiguous: {', '.join(found[:5])}; give more of the id")
+        return found[0]
+
+    def _run_row(self, run_id: str) -> dict[str, Any]:
+        with self._lock:
+            rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
+        if not rows:
+            raise StoreError(f"{self.path}: no run {run_id!r}; `optimize runs` lists them")
+        return rows[0]
+
+    def runs(self, *, limit: int | None = 20, kind: str | None = None) -> list[RunRecord]:
+        """The latest runs first."""
+        where, params = ("kind = ?", [kind]) if kind else (None, [])
+        with self._lock:
+            rows = list(
+                self.db["runs"].rows_where(where, params, order_by="started_at DESC, rowid DESC", limit=limit)
+            )
+        return [_run_record(row) for row in rows]
+
+    # -- harness snapshots ----------------------------------------------------------------------
+
+    def save_harness(self, content_hash: str, name: str, files: Mapping[str, str]) -> None:
+        """Keep the harness's files under their content hash (once), so any run can be reproduced."""
+        with self.transaction():
+            self.db["harness_snapshots"].insert(
+                {
+                    "hash": content_hash,
+                    "name": name,
+                    "files": json.dumps(dict(files)),
+                    "created_at": now_text(),
+                },
+                ignore=True,
+            )
+
+    def harness_files(self, content_hash: str) -> dict[str, str]:
+        with self._lock:
+            rows = list(self.db["harness_snapshots"].rows_where("hash = ?", [content_hash]))
+        if not rows:
+            raise StoreError(f"{self.path}: no harness snapshot {content_hash[:12]}")
+        return json.loads(rows[0]["files"])
+
+    # -- episodes -------------------------------------------------------------------------------
+
+    def add_episode(self, run_id: str, result: EpisodeResult) -> None:
+        """Store one graded episode in its own transaction (replacing a row for the same task and seed)."""
+        episode = result.episode
+        usage = episode.usage
+        row = {
+            "run_id": run_id,
+            "task_id": result.task_id,
+            "seed": result.seed,
+            "sample": result.sample,
+            "harness_hash": episode.harness_hash,
+            "model": episode.model,
+            "world": episode.world,
+            "fixture": episode.fixture,
+            "stop_reason": episode.stop_reason,
+            "error": episode.error,
+            "errored": int(result.errored),
+            "score": result.score,
+            "passed": int(result.passed),
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "tokens": usage.total_tokens,
+            "cost": usage.cost_usd,
+            "latency": episode.duration_s,
+            "model_calls": usage.model_calls,
+            "episode": episode.model_dump_json(exclude={"events", "calls", "diff"}),
+            "events": _EVENTS.dump_json(episode.events, exclude_defaults=True).decode(),
+            "calls": _CALLS.dump_json(episode.calls).decode(),
+            "diff": episode.diff.model_dump_json(),
+            "grade": result.grade.model_dump_json(),
+            "created_at": now_text(),
+        }
+        # A prepared statement: sqlite-utils' insert() inspects the table on every call, which costs
+        # more than the write itself at hundreds of episodes a second.
+        sql = f"INSERT OR REPLACE INTO episodes ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
+        with self.transaction():
+            self.db.execute(sql, list(row.values()))
+
+    def episode_keys(self, run_id: str) -> set[tuple[str, int]]:
+        """The (task, seed) pairs of a run already stored: what a resumed run skips."""
+        with self._lock:
+            rows = self.db.execute("SELECT task_id, seed FROM episodes WHERE run_id = ?", [run_id]).fetchall()
+        return {(task_id, seed) for task_id, seed in rows}
+
+    def episodes(
+        self, run_id: str, *, task_id: str | None = None, seed: int | None = None
+    ) -> list[EpisodeResult]:
+        """A run's episodes, whole (transcript, diff, grade), in task and seed order."""
+        where, params = "run_id = ?", [run_id]
+        if task_id is not None:
+            where, params = where + " AND task_id = ?", [*params, task_id]
+        if seed is not None:
+            where, params = where + " AND seed = ?", [*params, seed]
+        with self._lock:
+            rows = list(self.db["episodes"].rows_where(where, params, order_by="task_id, seed"))
+        return [_episode_result(row) for row in rows]
+
+    def outcomes(self, run_id: str) -> list[EpisodeOutcome]:
+        """What metrics need of a run's episodes, read without parsing transcripts."""
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT task_id, seed, score, errored, prompt_tokens, completion_tokens, cost, latency "
+                "FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
+                [run_id],
+            ).fetchall()
+        return [
+            EpisodeOutcome(
+                task_id=task_id,
+                seed=seed,
+                score=0.0 if errored else score,
+                errored=bool(errored),
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                cost_usd=cost,
+                latency_s=latency,
+            )
+            for task_id, seed, score, errored, prompt, completion, cost, latency in rows
+        ]
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _run_row(run: RunRecord) -> dict[str, Any]:
+    row = run.model_dump(exclude={"config", "metrics"})
+    row["config"] = json.dumps(run.config)
+    row["metrics"] = run.metrics.model_dump_json() if run.metrics is not None else None
+    return row
+
+
+def _run_record(row: dict[str, Any]) -> RunRecord:
+    values = dict(row)
+    values["config"] = json.loads(row["config"] or "{}")
+    values["metrics"] = json.loads(row["metrics"]) if row["metrics"] else None
+    return RunRecord.model_validate(values)
+
+
+def _episode_result(row: dict[str, Any]) -> EpisodeResult:
+    body = json.loads(row["episode"])
+    body["events"] = json.loads(row["events"])
+    body["calls"] = json.loads(row["calls"])
+    body["diff"] = json.loads(row["diff"])
+    return EpisodeResult(
+        task_id=row["task_id"],
+        seed=row["seed"],
+        sample=row["sample"],
+        episode=Episode.model_validate(body),
+        grade=Grade.model_validate_json(row["grade"]),
+    )

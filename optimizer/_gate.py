@@ -1,0 +1,352 @@
+"""The CI regression gate: the harness in the working tree against the same folder at a base ref.
+
+Both sides play the same tasks on the same seeds with the same model, so every difference is the
+harness's; the suite is the working tree's for both, because the test must not move with the thing
+tested. `stats.gate` decides non-inferiority. A base that has already been measured can be given as
+a baseline file instead of a ref, so CI need not replay it on every pull request.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evals import (
+    BatchError,
+    BatchProgress,
+    BatchResult,
+    GraderError,
+    RunStore,
+    StoreError,
+    Suite,
+    SuiteError,
+    evaluate_batch,
+    load_suite,
+    passes,
+)
+from harnesses import Harness, HarnessError, load_harness
+from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
+from worlds import WorldError
+
+from . import _git as git
+from ._gate_result import Baseline, GateError, GateReport, GateSide, TaskRow, load_baseline
+from .stats import TIE_TOLERANCE, GateRule, GateVerdict, PairedScores, gate
+
+DEFAULT_BRANCHES = ("main", "master", "origin/main", "origin/master")
+
+GateProgress = Callable[[str, BatchProgress], None]
+"""Called with the side ("base", "candidate" or "both") and the batch's progress."""
+
+
+class GateConfig(BaseModel):
+    """What `optimize gate` compares and how strictly."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    harness: Path = Field(description="The harness folder; its working-tree files are the candidate.")
+    base: str | None = Field(
+        None, description="Git ref of the base; default the merge base of HEAD with the default branch."
+    )
+    baseline: Path | None = Field(None, description="A stored result to compare with instead of a ref.")
+    suite: Path | None = Field(None, description="The eval suite; default evals/<the harness's world>.")
+    model: str | None = Field(
+        None, description="The agent's model; default $ATOLL_MODEL, else the harness's."
+    )
+    split: Literal["train", "val", "test"] = "val"
+    k: int | None = Field(None, ge=1, description="Seeds per task; default each task's own seeds.")
+    tolerance: float = Field(
+        -0.05, le=0.0, description="Allowed drop of the mean score (negative): fail below it."
+    )
+    alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Sign test for losses: fail at p <= alpha.")
+    max_error_rate: float = Field(0.2, ge=0.0, le=1.0, description="Above this on either side: exit 3.")
+    concurrency: int = Field(8, ge=1)
+
+    @model_validator(mode="after")
+    def _one_base(self) -> GateConfig:
+        if self.base is not None and self.baseline is not None:
+            raise ValueError("give a base ref or a baseline file, not both")
+        return self
+
+    def rule(self, pass_threshold: float) -> GateRule:
+        return GateRule(
+            tolerance=self.tolerance,
+            alpha=self.alpha,
+            max_error_rate=self.max_error_rate,
+            pass_threshold=pass_threshold,
+        )
+
+
+# -- the base -------------------------------------------------------------------------------------
+
+
+def default_branch(path: Path) -> str | None:
+    """The branch pull requests merge into: the PR's target on GitHub Actions, else origin's HEAD,
+    else main or master."""
+    root = git.repo_root(path)
+    candidates = []
+    if os.environ.get("GITHUB_BASE_REF"):
+        candidates.append(f"origin/{os.environ['GITHUB_BASE_REF']}")
+    with suppress(git.GitError):
+        candidates.append(
+            git._git("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD", cwd=root).strip()
+        )
+    for name in (*candidates, *DEFAULT_BRANCHES):
+        try:
+            git.resolve_ref(path, name)
+        except git.GitError:
+            continue
+        return name
+    return None
+
+
+def resolve_base(path: Path, ref: str | None) -> tuple[str, str]:
+    """(label, commit) of the base: `ref`, or the merge base of HEAD with the default branch."""
+    if ref is not None:
+        try:
+            return ref, git.resolve_ref(path, ref)
+        except git.GitError:
+            raise GateError(
+                f"--base {ref!r} is not a commit of the repository holding {path}; "
+                "fetch it (in CI: a deeper checkout) or give another ref"
+            ) from None
+    branch = default_branch(path)
+    if branch is None:
+        raise GateError(
+            f"{path}: no default branch found (tried origin/HEAD, {', '.join(DEFAULT_BRANCHES)}); "
+            "pass --base REF"
+        )
+    try:
+        sha = git._git("merge-base", "HEAD", branch, cwd=git.repo_root(path)).strip()
+    except git.GitError:
+        raise GateError(
+            f"HEAD and {branch} have no common commit in this clone; fetch the history "
+            "(in GitHub Actions: actions/checkout with fetch-depth: 0) or pass --base REF"
+        ) from None
+    return f"merge base with {branch}", sha
+
+
+def harness_files_at(path: Path, sha: str) -> dict[str, str]:
+    """The harness folder's files at a commit, less those `load_harness` skips (dotfiles, __pycache__),
+    so a `.gitkeep` does not show up as a difference from the working tree."""
+    return {
+        name: text
+        for name, text in git.files_at(path, sha).items()
+        if not any(part.startswith(".") or part == "__pycache__" for part in name.split("/"))
+    }
+
+
+def _harness_at(path: Path, label: str, sha: str) -> Harness:
+    files = harness_files_at(path, sha)
+    if not files:
+        raise GateError(
+            f"{path} does not exist at {label} ({sha[:10]}): nothing to compare with; "
+            "pass --base with a ref where it exists, or --baseline FILE"
+        )
+    try:
+        return Harness.from_files(files, source=f"{path}@{sha[:10]}")
+    except HarnessError as error:
+        raise GateError(f"the base harness ({label}) does not load:\n{error}") from None
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+_SETUP_ERRORS = (HarnessError, SuiteError, BatchError, git.GitError, WorldError, ModelError, StoreError)
+
+
+@contextmanager
+def _setup_errors() -> Iterator[None]:
+    """Anything wrong before the first episode is the configuration's fault: exit 2, one clear message."""
+    try:
+        yield
+    except _SETUP_ERRORS as error:
+        raise GateError(str(error)) from None
+
+
+async def run_gate(
+    config: GateConfig,
+    *,
+    model: Model | None = None,
+    store: RunStore | None = None,
+    on_progress: GateProgress | None = None,
+) -> GateReport:
+    """Evaluate the working tree's harness and its base on the same tasks and seeds; judge the change.
+
+    Args:
+        config: what to compare (see GateConfig).
+        model: a Model object for both sides (a ScriptedModel in tests) instead of resolving names;
+            named models reuse the response cache, so a replayed base costs nothing.
+        store: the runs store both evaluations are written to; default runs/atoll.sqlite.
+        on_progress: called with ("base" | "candidate" | "both", BatchProgress) during the batches.
+
+    Raises GateError (with its `exit_code`) when it cannot judge; a verdict of "error" is returned.
+    """
+    own_store = store is None
+    with _setup_errors():
+        store = store or RunStore()
+    try:
+        return await _Gate(config, store, model, on_progress).run()
+    finally:
+        if own_store:
+            store.close()
+
+
+class _Gate:
+    def __init__(
+        self, config: GateConfig, store: RunStore, model: Model | None, on_progress: GateProgress | None
+    ) -> None:
+        self.config, self.store, self.model, self.on_progress = config, store, model, on_progress
+        self.notes: list[str] = []
+        self.models: dict[str, Model] = {}
+
+    async def run(self) -> GateReport:
+        config = self.config
+        with _setup_errors():
+            candidate = load_harness(config.harness)
+            suite = load_suite(config.suite or Path("evals") / candidate.world.name)
+            if suite.world.name != candidate.world.name:
+                raise GateError(
+                    f"harness {candidate.name!r} drives world {candidate.world.name!r} but suite "
+                    f"{suite.name!r} tests {suite.world.name!r}; pass --suite"
+                )
+            seeds = {task.id: suite.seeds(task, k=config.k) for task in suite.select(split=config.split)}
+            if not seeds:
+                raise GateError(f"suite {suite.name!r} has no {config.split} tasks; choose another --split")
+            base_harness, baseline, sha = None, None, None
+            if config.baseline is not None:
+                base_label = str(config.baseline)
+                baseline = load_baseline(config.baseline)
+                self._check_baseline(baseline, suite, seeds)
+            else:
+                base_label, sha = resolve_base(config.harness, config.base)
+                base_harness = _harness_at(config.harness, base_label, sha)
+            for harness in (candidate, base_harness):
+                if harness is not None:
+                    self._model_for(harness)
+
+        if base_harness is not None and base_harness.hash == candidate.hash:
+            self.notes.append("the base and the working tree hold the same harness files: evaluated once")
+            result = await self._evaluate(candidate, suite, "both")
+            base, tip = _side(result, base_label, sha), _side(result, "working tree", None)
+        else:
+            if baseline is not None:
+                base = baseline.side.model_copy(update={"label": f"baseline {base_label}"})
+            else:
+                base = _side(await self._evaluate(base_harness, suite, "base"), base_label, sha)
+            tip = _side(await self._evaluate(candidate, suite, "candidate"), "working tree", None)
+        if base.model != tip.model:
+            self.notes.append(f"the sides ran on different models: base {base.model}, candidate {tip.model}")
+
+        scores = PairedScores(incumbent=base.scores, candidate=tip.scores)
+        verdict = gate(scores, config.rule(suite.pass_threshold))
+        return GateReport(
+            harness=candidate.name,
+            harness_path=str(config.harness),
+            suite=suite.name,
+            suite_fingerprint=suite.fingerprint,
+            split=config.split,
+            base=base,
+            candidate=tip,
+            tasks=_rows(verdict, suite.pass_threshold),
+            gate=verdict,
+            notes=self.notes,
+        )
+
+    def _model_for(self, harness: Harness) -> Model:
+        if self.model is not None:
+            return self.model
+        name = resolve_model(self.config.model, harness.config.model)
+        if name not in self.models:
+            check_credentials(name)
+            self.models[name] = get_model(name, cache=ResponseCache.default())
+        return self.models[name]
+
+    def _check_baseline(self, baseline: Baseline, suite: Suite, seeds: dict[str, list[int]]) -> None:
+        path = self.config.baseline
+        if baseline.split != self.config.split:
+            raise GateError(
+                f"{path}: recorded on the {baseline.split} split, the gate runs {self.config.split}; "
+                f"pass --split {baseline.split} or save a new baseline"
+            )
+        if baseline.side.seeds != seeds:
+            missing = sorted(baseline.side.seeds.keys() ^ seeds.keys())
+            detail = (
+                f"tasks in one but not the other: {', '.join(missing[:6])}" if missing else "seeds differ"
+            )
+            raise GateError(
+                f"{path}: its tasks and seeds differ from the suite's {self.config.split} split "
+                f"({detail}); match -k to it or save a new baseline with --save-baseline"
+            )
+        if baseline.suite_fingerprint != suite.fingerprint:
+            self.notes.append(
+                "the suite's files changed since the baseline was recorded: scores may move for that "
+                "reason alone"
+            )
+
+    async def _evaluate(self, harness: Harness, suite: Suite, side: str) -> BatchResult:
+        on_progress = self.on_progress
+        try:
+            return await evaluate_batch(
+                harness,
+                suite,
+                model=self._model_for(harness),
+                split=self.config.split,
+                k=self.config.k,
+                concurrency=self.config.concurrency,
+                store=self.store,
+                kind="gate",
+                on_progress=(lambda progress: on_progress(side, progress)) if on_progress else None,
+            )
+        except GraderError as error:
+            raise GateError(f"the {side} evaluation failed: {error}", exit_code=3) from None
+        except _SETUP_ERRORS as error:
+            raise GateError(f"the {side} evaluation could not run: {error}") from None
+
+
+def _side(result: BatchResult, label: str, commit: str | None) -> GateSide:
+    return GateSide(
+        label=label,
+        harness=result.harness,
+        harness_hash=result.harness_hash,
+        commit=commit,
+        model=result.model,
+        run_id=result.run_id,
+        scores=result.scores(),
+        seeds={task: sorted(r.seed for r in runs) for task, runs in result.by_task().items()},
+        episodes=len(result.results),
+        errored=sum(r.errored for r in result.results),
+        tokens=sum(r.episode.usage.total_tokens for r in result.results),
+        cost_usd=sum(r.episode.usage.cost_usd for r in result.results),
+    )
+
+
+def _rows(verdict: GateVerdict, threshold: float) -> list[TaskRow]:
+    scores, rows = verdict.scores, []
+    for task, delta in verdict.comparison.deltas.items():
+        base, tip = scores.incumbent[task], scores.candidate[task]
+        rows.append(
+            TaskRow(
+                task=task,
+                base_mean=sum(s or 0.0 for s in base) / len(base),
+                candidate_mean=sum(s or 0.0 for s in tip) / len(tip),
+                delta=delta,
+                seeds=len(tip),
+                base_passes=sum(s is not None and passes(s, threshold) for s in base),
+                candidate_passes=sum(s is not None and passes(s, threshold) for s in tip),
+                candidate_errors=sum(s is None for s in tip),
+                status=_status(task, delta, verdict),
+            )
+        )
+    return rows
+
+
+def _status(task: str, delta: float, verdict: GateVerdict) -> Literal["regressed", "worse", "better", "same"]:
+    if task in verdict.regressed_tasks:
+        return "regressed"
+    if abs(delta) <= TIE_TOLERANCE:
+        return "same"
+    return "better" if delta > 0 else "worse"

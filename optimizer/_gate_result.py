@@ -1,0 +1,161 @@
+"""What the CI gate found, and the files it reads and writes: the `--json` report and baselines.
+
+A report holds both sides' per-seed scores, so the verdict can be recomputed from it and its
+measured side can serve as the base of a later gate (`--baseline`) without evaluating it again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError, computed_field
+
+from .stats import GateVerdict
+
+REPORT_FORMAT = "atoll-gate-report"
+BASELINE_FORMAT = "atoll-baseline"
+
+
+class GateError(Exception):
+    """The gate could not judge: misconfigured (exit code 2) or its evaluation broke (exit code 3)."""
+
+    def __init__(self, message: str, *, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class GateSide(BaseModel):
+    """One side's evaluation: enough to recompute the verdict, and to serve as a later baseline."""
+
+    label: str = Field(description="What this side is: a ref, `working tree`, a baseline file.")
+    harness: str
+    harness_hash: str
+    commit: str | None = None
+    model: str
+    run_id: str | None = Field(None, description="Its run in the runs store (`optimize show RUN`).")
+    scores: dict[str, list[float | None]] = Field(description="Per task, scores by seed; None = errored.")
+    seeds: dict[str, list[int]]
+    episodes: int
+    errored: int
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class TaskRow(BaseModel):
+    """One task, base against candidate."""
+
+    task: str
+    base_mean: float
+    candidate_mean: float
+    delta: float
+    seeds: int
+    base_passes: int
+    candidate_passes: int
+    candidate_errors: int
+    status: Literal["regressed", "worse", "better", "same"]
+
+
+class GateReport(BaseModel):
+    """Everything the gate found: the verdict, both sides, one row per task. `--json` writes this."""
+
+    format: Literal["atoll-gate-report"] = REPORT_FORMAT
+    version: Literal[1] = 1
+    harness: str
+    harness_path: str
+    suite: str
+    suite_fingerprint: str
+    split: str
+    base: GateSide
+    candidate: GateSide
+    tasks: list[TaskRow]
+    gate: GateVerdict
+    notes: list[str] = Field(default_factory=list)
+
+    @computed_field
+    @property
+    def verdict(self) -> Literal["pass", "regression", "error"]:
+        return self.gate.verdict
+
+    @property
+    def reasons(self) -> list[str]:
+        return self.gate.reasons
+
+    @computed_field
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 regression, 3 too many errored episodes to judge."""
+        return {"pass": 0, "regression": 1, "error": 3}[self.gate.verdict]
+
+
+class Baseline(BaseModel):
+    """A measured side kept in a file (`--save-baseline`), to gate later changes against it."""
+
+    format: Literal["atoll-baseline"] = BASELINE_FORMAT
+    version: Literal[1] = 1
+    suite: str
+    suite_fingerprint: str
+    split: str
+    side: GateSide
+
+
+# -- files ------------------------------------------------------------------------------------------
+
+
+def write_json(report: GateReport, path: Path | str) -> None:
+    Path(path).write_text(report.model_dump_json(indent=2) + "\n")
+
+
+def save_baseline(report: GateReport, path: Path | str) -> None:
+    """Keep the candidate side (the working tree just measured) as the baseline of later gates.
+
+    Refused when that side errored too often: a baseline of outages would pass any later change.
+    """
+    rate, limit = report.gate.comparison.candidate_error_rate, report.gate.rule.max_error_rate
+    if rate > limit:
+        raise GateError(
+            f"not saving {path}: {rate:.0%} of the measured episodes errored (limit {limit:.0%}); "
+            "fix the errors and rerun",
+            exit_code=3,
+        )
+    baseline = Baseline(
+        suite=report.suite,
+        suite_fingerprint=report.suite_fingerprint,
+        split=report.split,
+        side=report.candidate,
+    )
+    Path(path).write_text(baseline.model_dump_json(indent=2) + "\n")
+
+
+def load_baseline(path: Path | str) -> Baseline:
+    """Read a `--save-baseline` file, or a `--json` gate report (whose candidate side becomes the base)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise GateError(
+            f"{path}: cannot read the baseline ({error.strerror}); "
+            "write one with `optimize gate ... --save-baseline FILE`"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise GateError(f"{path}: not JSON (line {error.lineno}: {error.msg})") from None
+    kind = data.get("format") if isinstance(data, dict) else None
+    try:
+        if kind == REPORT_FORMAT:
+            report = GateReport.model_validate(data)
+            return Baseline(
+                suite=report.suite,
+                suite_fingerprint=report.suite_fingerprint,
+                split=report.split,
+                side=report.candidate,
+            )
+        if kind == BASELINE_FORMAT:
+            return Baseline.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise GateError(f"{path}: field `{where}`: {first['msg']}; write the file again") from None
+    raise GateError(
+        f"{path}: field `format` is {kind!r}; expected {BASELINE_FORMAT!r} (--save-baseline) "
+        f"or {REPORT_FORMAT!r} (--json)"
+    )

@@ -1,0 +1,107 @@
+"""Terminal views of an optimization: the live status panel and the closing summary."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from ._config import OptimizeResult, OptimizerStatus
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _elapsed(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    return f"{minutes}m{seconds:02d}s"
+
+
+def render_status(status: OptimizerStatus) -> RenderableType:
+    """The live panel: incumbent, current proposal and stage, counts and spend."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row(
+        "incumbent",
+        f"{_score(status.incumbent_score)} on the gate set (start {_score(status.start_score)}) · {status.incumbent_hash[:10]}",
+    )
+    grid.add_row(
+        "proposal",
+        f"{status.iteration} of {status.max_proposals}"
+        + (f" · {status.operator}" if status.operator else ""),
+    )
+    if status.rationale:
+        grid.add_row("", Text(status.rationale[:160], style="dim"))
+    progress = f" ({status.batch_done}/{status.batch_total} episodes)" if status.batch_total else ""
+    grid.add_row("stage", f"{status.stage}{progress}")
+    grid.add_row("decisions", f"[green]{status.accepted} accepted[/] · [red]{status.rejected} rejected[/]")
+    grid.add_row(
+        "spend",
+        f"{status.episodes} episodes · {status.model_calls} model calls · {status.tokens:,} tokens · "
+        f"${status.cost_usd:.4f} · {_elapsed(status.elapsed_s)}",
+    )
+    return Panel(grid, title=f"optimize · {status.run_id}", title_align="left")
+
+
+def render_result(result: OptimizeResult, *, show_patch: bool = True) -> RenderableType:
+    """The closing summary: the verdict in one line, the trajectory, every decision, the final diff."""
+    improved = result.final_hash != result.start_hash
+    headline = (
+        Text(f"Improved: {len(result.accepted)} variant(s) accepted and committed.", style="bold green")
+        if improved
+        else Text(
+            "No variant beat the incumbent with confidence; the harness is unchanged.", style="bold yellow"
+        )
+    )
+    scores = Table("split", "start", "final", title="Scores (mean over tasks)", title_justify="left")
+    scores.add_row("val (gate)", _score(result.val_start), _score(result.val_final))
+    if result.test_start is not None:
+        scores.add_row(
+            "test (reported, never used to decide)", _score(result.test_start), _score(result.test_final)
+        )
+    steps = Table(
+        "#",
+        "operator",
+        "verdict",
+        "incumbent → candidate",
+        "p",
+        "lower bound",
+        "commit",
+        "rationale",
+        title="Proposals",
+        title_justify="left",
+    )
+    for step in result.steps:
+        style = {"accept": "green", "reject": "red", "void": "magenta"}.get(step.verdict, "dim")
+        steps.add_row(
+            str(step.iteration + 1),
+            step.operator,
+            Text(step.verdict, style=style),
+            f"{_score(step.incumbent_score)} → {_score(step.candidate_score)}"
+            if step.candidate_score is not None
+            else "",
+            f"{step.p_value:.3g}" if step.p_value is not None else "",
+            f"{step.lower_bound:+.3f}" if step.lower_bound is not None else "",
+            (step.commit or "")[:10],
+            step.rationale[:80],
+        )
+    footer = Text(
+        f"Stopped: {result.stop_reason}. {result.episodes} episodes, {result.model_calls} model calls, "
+        f"{result.tokens:,} tokens, ${result.cost_usd:.4f}, {_elapsed(result.elapsed_s)}. Run {result.run_id}.",
+        style="dim",
+    )
+    parts: list[RenderableType] = [headline, scores, steps]
+    if improved and show_patch and result.final_patch:
+        parts.append(
+            Panel(
+                Syntax(result.final_patch, "diff", word_wrap=True),
+                title="final harness vs start",
+                title_align="left",
+            )
+        )
+    parts.append(footer)
+    return Group(*parts)

@@ -1,0 +1,294 @@
+"""The CI gate end to end, on the helpdesk world with a scripted agent, in a throwaway git repo.
+
+The scripted agent adds the order note a task asks for only when its system prompt says ALWAYS ADD
+A NOTE; the committed harness says so, so deleting that line from the working tree is a sabotage
+the gate must catch, and a comment the model never sees is a change it must let through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from rich.console import Console
+
+from evals import RunStore
+from harnesses.models import ModelUnavailable, ScriptedModel
+from optimizer._gate import GateConfig, run_gate
+from optimizer._gate_report import append_step_summary, markdown_summary, render_gate, write_junit
+from optimizer._gate_result import GateError, GateReport, load_baseline, save_baseline, write_json
+
+PROMPT = "prompts/desk.md.j2"
+MAGIC = "ALWAYS ADD A NOTE when asked."
+VAL_TASKS = [f"note-{i}" for i in range(1, 5)]
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+def agent(request) -> str | dict:
+    system, last = request.messages[0]["content"], request.messages[-1]
+    if last["role"] == "tool":
+        return "Done, the note is on the order."
+    if MAGIC in system:
+        order = re.search(r"ORD-\d+", last["content"]).group()
+        return {
+            "tool_calls": [{"name": "add_order_note", "arguments": {"order_id": order, "note": "called"}}]
+        }
+    return "Sorry, I can't do that."
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    write(
+        tmp_path / "h",
+        {
+            "harness.yaml": "name: notes_desk\nworld: helpdesk\nmodel: scripted\nentry: desk\nagents:\n  desk:\n    prompt: prompts/desk.md.j2\n",
+            "tools.yaml": "desk: [add_order_note]\n",
+            PROMPT: f"You keep notes on orders.\n{MAGIC}\n",
+        },
+    )
+    tasks = []
+    for i in range(1, 7):
+        order = f"ORD-{1000 + i}"
+        tasks.append(
+            f"- id: note-{i}\n  split: {'val' if i <= 4 else 'train'}\n  fixture: small_shop\n"
+            f"  user: {{message: 'Please add a note to order {order} that I called.'}}\n"
+            f"  reference: [{{add_order_note: {{order_id: {order}, note: called}}}}]\n"
+            f"  expect:\n    inserted: {{order_notes: [{{order_id: {order}}}]}}\n    no_other_writes: true\n"
+        )
+    write(
+        tmp_path / "s",
+        {
+            "suite.yaml": "name: notes\nworld: helpdesk\ndefault_seeds: [0, 1, 2]\n",
+            "tasks/notes.yaml": "".join(tasks),
+        },
+    )
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "config", "user.email", "t@example.invalid")
+    git(tmp_path, "config", "user.name", "T")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "init")
+    return tmp_path
+
+
+def sabotage(root: Path) -> None:
+    (root / "h" / PROMPT).write_text("You keep notes on orders.\n")
+
+
+def run(root: Path, model=None, harness: str = "h", on_progress=None, **options) -> GateReport:
+    store = RunStore(root / "runs.sqlite")
+    try:
+        config = GateConfig(harness=root / harness, suite=root / "s", **options)
+        return asyncio.run(
+            run_gate(config, model=model or ScriptedModel(fn=agent), store=store, on_progress=on_progress)
+        )
+    finally:
+        store.close()
+
+
+def test_an_unchanged_harness_passes_against_the_merge_base_with_main(workspace: Path):
+    report = run(workspace)
+
+    assert (report.verdict, report.exit_code) == ("pass", 0)
+    assert report.base.commit == git(workspace, "rev-parse", "HEAD").strip()
+    assert report.base.label == "merge base with main"
+    assert [row.task for row in report.tasks] == VAL_TASKS
+    assert all(row.base_passes == row.candidate_passes == 3 for row in report.tasks)
+    assert "evaluated once" in report.notes[0]
+
+
+def test_a_comment_the_model_never_sees_passes_after_both_sides_ran(workspace: Path):
+    (workspace / "h" / PROMPT).write_text(f"You keep notes on orders.\n{MAGIC}\n{{# reworded later #}}\n")
+    finished = {}
+
+    report = run(workspace, on_progress=lambda side, progress: finished.update({side: progress.done}))
+
+    assert report.verdict == "pass"
+    assert finished == {"base": 12, "candidate": 12}
+    assert report.base.harness_hash != report.candidate.harness_hash
+    assert report.base.run_id != report.candidate.run_id
+    assert report.gate.comparison.mean_delta == 0.0
+
+
+def test_a_sabotaged_prompt_is_a_regression_naming_every_broken_task(workspace: Path):
+    sabotage(workspace)
+
+    report = run(workspace)
+
+    assert (report.verdict, report.exit_code) == ("regression", 1)
+    assert report.gate.regressed_tasks == VAL_TASKS
+    assert {row.status for row in report.tasks} == {"regressed"}
+    assert all((row.base_passes, row.candidate_passes) == (3, 0) for row in report.tasks)
+    assert any("lower bound" in reason for reason in report.reasons)
+
+
+def test_a_model_that_is_down_gives_the_error_verdict_and_exit_code_3(workspace: Path, tmp_path: Path):
+    sabotage(workspace)
+    down = ScriptedModel(fn=lambda request: ModelUnavailable("provider down after 5 retries"))
+
+    report = run(workspace, model=down)
+
+    assert (report.verdict, report.exit_code) == ("error", 3)
+    assert report.candidate.errored == report.candidate.episodes == 12
+    assert "errored in 100%" in report.reasons[0]
+    with pytest.raises(GateError, match="not saving") as raised:
+        save_baseline(report, tmp_path / "baseline.json")
+    assert raised.value.exit_code == 3 and not (tmp_path / "baseline.json").exists()
+
+
+def test_a_commit_on_a_feature_branch_is_gated_against_its_merge_base_with_main(workspace: Path):
+    main = git(workspace, "rev-parse", "HEAD").strip()
+    git(workspace, "checkout", "-qb", "feature")
+    sabotage(workspace)
+    git(workspace, "commit", "-qam", "shorter prompt")
+
+    report = run(workspace)
+
+    assert (report.base.commit, report.verdict) == (main, "regression")
+
+
+def test_on_github_actions_the_pull_requests_target_branch_is_the_base(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+):
+    git(workspace, "update-ref", "refs/remotes/origin/release", "HEAD")
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "on main, not on release")
+    monkeypatch.setenv("GITHUB_BASE_REF", "release")
+
+    report = run(workspace)
+
+    assert report.base.label == "merge base with origin/release"
+    assert report.base.commit == git(workspace, "rev-parse", "HEAD~1").strip()
+
+
+def test_a_positive_tolerance_and_two_bases_are_refused_before_anything_runs(tmp_path: Path):
+    with pytest.raises(ValidationError, match="less than or equal to 0"):
+        GateConfig(harness=tmp_path, tolerance=0.05)
+    with pytest.raises(ValidationError, match="not both"):
+        GateConfig(harness=tmp_path, base="main", baseline=tmp_path / "b.json")
+
+
+def test_a_base_ref_that_does_not_exist_is_a_configuration_error(workspace: Path):
+    with pytest.raises(GateError, match="no-such-branch") as raised:
+        run(workspace, base="no-such-branch")
+    assert raised.value.exit_code == 2
+
+
+def test_a_harness_missing_at_the_base_is_a_configuration_error_that_says_what_to_do(workspace: Path):
+    write(
+        workspace / "new",
+        {name: (workspace / "h" / name).read_text() for name in ("harness.yaml", "tools.yaml", PROMPT)},
+    )
+
+    with pytest.raises(GateError, match="does not exist at merge base with main") as raised:
+        run(workspace, harness="new")
+    assert raised.value.exit_code == 2
+    assert "--baseline" in str(raised.value)
+
+
+def test_a_json_report_serves_as_the_baseline_of_a_later_gate(workspace: Path, tmp_path: Path):
+    first = run(workspace)
+    write_json(first, tmp_path / "gate.json")
+    sabotage(workspace)
+
+    second = run(workspace, baseline=tmp_path / "gate.json")
+
+    assert second.verdict == "regression"
+    assert second.base.scores == first.candidate.scores
+    assert second.base.label.startswith("baseline ")
+    assert GateReport.model_validate_json((tmp_path / "gate.json").read_text()) == first
+
+
+def test_a_saved_baseline_round_trips_and_a_mismatched_one_is_refused(workspace: Path, tmp_path: Path):
+    report = run(workspace)
+    save_baseline(report, tmp_path / "baseline.json")
+
+    baseline = load_baseline(tmp_path / "baseline.json")
+    assert baseline.side == report.candidate
+    assert run(workspace, baseline=tmp_path / "baseline.json").verdict == "pass"
+    with pytest.raises(GateError, match="seeds differ") as raised:
+        run(workspace, baseline=tmp_path / "baseline.json", k=2)
+    assert raised.value.exit_code == 2
+
+
+def test_a_file_that_is_no_baseline_is_refused_naming_the_field(tmp_path: Path):
+    (tmp_path / "other.json").write_text(json.dumps({"format": "something-else"}))
+
+    with pytest.raises(GateError, match=r"other\.json: field `format`"):
+        load_baseline(tmp_path / "other.json")
+
+
+def test_junit_has_one_case_per_task_and_a_failure_for_each_regressed_one(workspace: Path, tmp_path: Path):
+    sabotage(workspace)
+    report = run(workspace)
+
+    write_junit(report, tmp_path / "gate.xml")
+
+    suites = ET.parse(tmp_path / "gate.xml").getroot().findall("testsuite")
+    tasks, verdict = suites
+    assert [case.get("name") for case in tasks.iter("testcase")] == VAL_TASKS
+    assert tasks.get("failures") == "4"
+    failure = tasks.find("testcase/failure")
+    assert "on 0 of 3" in failure.get("message")
+    assert verdict.find("testcase/failure").get("type") == "regression"
+
+
+def test_junit_of_a_passing_gate_has_no_failures(workspace: Path, tmp_path: Path):
+    write_junit(run(workspace), tmp_path / "gate.xml")
+
+    root = ET.parse(tmp_path / "gate.xml").getroot()
+    assert root.findall(".//failure") == [] and root.findall(".//error") == []
+    assert len(root.findall("testsuite")[0].findall("testcase")) == len(VAL_TASKS)
+
+
+def test_the_markdown_summary_has_the_verdict_and_well_formed_tables(workspace: Path):
+    sabotage(workspace)
+    text = markdown_summary(run(workspace))
+
+    assert "**Verdict: regression**" in text
+    lines = text.splitlines()
+    header = lines.index("| | base | candidate | change |")
+    assert lines[header + 1] == "|---|---:|---:|---:|"
+    task_header = lines.index("| task | base | candidate | Δ | passes | status |")
+    rows = lines[task_header + 2 : task_header + 2 + len(VAL_TASKS)]
+    assert all(row.count("|") == 7 for row in rows)
+    assert "| `note-1` | 1.000 | 0.500 | -0.500 | 3/3 → 0/3 | **regressed** |" in rows
+
+
+def test_the_summary_is_appended_to_the_github_step_summary(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+
+    assert append_step_summary(run(workspace)) == summary
+    assert summary.read_text().startswith("earlier step\n### ✅ Atoll gate: **PASS**")
+
+
+@pytest.mark.parametrize("width", [60, 160])
+def test_the_terminal_view_renders_at_narrow_and_wide_widths(workspace: Path, width: int):
+    sabotage(workspace)
+    console = Console(width=width, record=True, file=io.StringIO())
+
+    console.print(render_gate(run(workspace)))
+
+    text = console.export_text()
+    assert "REGRESSION" in text and "note-4" in text
+    assert max(len(line) for line in text.splitlines()) <= width

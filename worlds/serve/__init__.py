@@ -1,0 +1,29 @@
+"""Serving worlds to other programs: an MCP server, an OpenEnv-compatible server and a web console.
+
+Every client gets a private instance (one per MCP session, one per OpenEnv WebSocket), the
+number alive at once is bounded, and idle ones are closed. See docs/serving.md.
+"""
+
+from ._auth import Guard, check_bind, is_loopback
+from ._catalog import WorldCatalog
+from ._mcp import create_mcp_http_app, create_mcp_server, run_mcp
+from ._openenv import create_app, run_server
+from ._sessions import NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager, UnknownSession
+
+__all__ = [
+    "Guard",
+    "NoInstance",
+    "ResetRequest",
+    "Session",
+    "SessionLimitReached",
+    "SessionManager",
+    "UnknownSession",
+    "WorldCatalog",
+    "check_bind",
+    "create_app",
+    "create_mcp_http_app",
+    "create_mcp_server",
+    "is_loopback",
+    "run_mcp",
+    "run_server",
+]
