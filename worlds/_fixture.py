@@ -13,6 +13,7 @@ import json
 import os
 import random
 import sqlite3
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -21,11 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from ._clock import parse_timestamp
 
 ENGINE_VERSION = "2"
+SOURCE_SUFFIXES = {".py", ".sql", ".json", ".csv", ".yaml", ".yml", ".txt"}
 
 
 def cache_dir() -> Path:
@@ -40,11 +40,19 @@ class FixtureContext:
         self.db = db
         self.rng = rng
         self.epoch = epoch
-        self._tables = sqlite_utils.Database(db)
 
     def insert(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
-        """Insert many rows at once (the columns must exist in the schema)."""
-        self._tables[table].insert_all(rows, batch_size=500, alter=False)
+        """Insert many rows at once; the first row's keys name the columns (they must exist)."""
+        rows = list(rows)
+        if not rows:
+            return
+        columns = list(rows[0])
+        names = ", ".join(f'"{c}"' for c in columns)
+        marks = ", ".join("?" * len(columns))
+        self.db.executemany(
+            f'INSERT INTO "{table}" ({names}) VALUES ({marks})',
+            [tuple(row[c] for c in columns) for row in rows],
+        )
 
 
 FixtureBuilder = Callable[[FixtureContext], None]
@@ -61,11 +69,31 @@ class FixtureSpec:
     description: str = ""
 
     def source_hash(self) -> str:
+        """A hash of the builder and every source file of its package (data tables, helpers), so
+        that editing any of them rebuilds the fixture."""
+        digest = hashlib.sha256(f"{self.builder.__module__}.{self.builder.__qualname__}".encode())
         try:
-            source = inspect.getsource(self.builder)
-        except OSError:  # built from a REPL or exec: fall back to the qualified name
-            source = f"{self.builder.__module__}.{self.builder.__qualname__}"
-        return hashlib.sha256(source.encode()).hexdigest()
+            digest.update(inspect.getsource(self.builder).encode())
+        except (OSError, TypeError):  # built from a REPL or exec: the name is all there is
+            return digest.hexdigest()
+        for path in _package_sources(self.builder):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        return digest.hexdigest()
+
+
+def _package_sources(builder: FixtureBuilder) -> list[Path]:
+    """The source files of the package that defines `builder` (just its file outside a package)."""
+    module = sys.modules.get(builder.__module__)
+    package = sys.modules.get(module.__package__) if module is not None and module.__package__ else None
+    if package is None or not getattr(package, "__file__", None):
+        source = inspect.getsourcefile(builder)
+        return [Path(source)] if source else []
+    root = Path(package.__file__).parent
+    return sorted(
+        path
+        for path in root.rglob("*")
+        if path.suffix in SOURCE_SUFFIXES and "__pycache__" not in path.parts and path.is_file()
+    )
 
 
 def make_fixture_spec(

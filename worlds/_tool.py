@@ -113,7 +113,7 @@ def make_tool(function: Callable[..., Any], *, writes: bool, name: str | None = 
     if inspect.iscoroutinefunction(function):
         raise WorldDefinitionError(f"{where}: tools must be plain functions, not async def")
     doc = docstring_parser.parse(inspect.getdoc(function) or "")
-    description = "\n\n".join(part for part in (doc.short_description, doc.long_description) if part)
+    description = (doc.description or "").strip()
     if not description:
         raise WorldDefinitionError(f"{where}: add a docstring; its first paragraph is what the model reads")
     parameter_docs = {p.arg_name: p.description or "" for p in doc.params}

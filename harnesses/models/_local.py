@@ -122,10 +122,29 @@ def _close() -> None:
             _llama = None
 
 
+def _prime(llama: Any, prefix: list[int]) -> None:
+    """Leave exactly `prefix` evaluated in the context, reusing it when it is already there.
+
+    The prefix is always evaluated on its own from an empty context, so its state is the same
+    whichever call came before; everything after it is evaluated fresh on every call. Answers
+    therefore do not depend on call order, while the long shared prompt of an agent (system
+    text and demos) is read once instead of on every step.
+    """
+    n = len(prefix)
+    cached = llama.n_tokens >= n and llama.input_ids[:n].tolist() == prefix
+    if n and cached and llama._ctx.kv_cache_seq_rm(-1, n, -1):
+        llama.n_tokens = n
+        return
+    llama.reset()
+    if n:
+        llama.eval(prefix)
+
+
 def generate(
     name: str,
     prompt: str,
     *,
+    prefix: str = "",
     max_tokens: int | None,
     temperature: float,
     top_p: float | None,
@@ -133,7 +152,7 @@ def generate(
     seed: int,
     timeout_s: float,
 ) -> LocalCompletion:
-    """Complete `prompt` with the local model; seeded, so the same arguments give the same text.
+    """Complete `prefix + prompt` with the local model; seeded, so the same arguments give the same text.
 
     Raises LocalRequestError (not worth retrying) or LocalTimeout.
     """
@@ -142,7 +161,9 @@ def generate(
 
     with _lock:
         llama = _load(name)
-        prompt_tokens = len(llama.tokenize(prompt.encode()))
+        head = llama.tokenize(prefix.encode(), add_bos=True, special=True) if prefix else []
+        tokens = head + llama.tokenize(prompt.encode(), add_bos=not prefix, special=True)
+        prompt_tokens = len(tokens)
         budget = N_CTX - prompt_tokens
         if budget <= 0 or (max_tokens is not None and max_tokens > budget):
             raise LocalRequestError(
@@ -158,13 +179,12 @@ def generate(
             return timed_out
 
         options: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
-        # Start from an empty context. Llama would otherwise reuse the previous call's KV cache
-        # for a shared prefix (up to twice as fast), but the tokens it then re-evaluates one by
-        # one get slightly different logits than in a full batch, and a sampled answer came out
-        # different depending on which call ran before: answers must not depend on call order.
-        llama.reset()
+        # Llama's own prefix reuse keeps whatever the previous call left, so the split between
+        # reused and re-evaluated tokens (and with it the logits) would depend on call order.
+        # `_prime` fixes the split at the agent's prefix instead.
+        _prime(llama, head)
         out = llama.create_completion(
-            prompt,
+            tokens,
             max_tokens=max_tokens or budget,
             temperature=temperature,
             stop=stop or None,

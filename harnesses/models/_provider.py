@@ -16,8 +16,7 @@ from . import _local
 from ._types import ModelRequestError
 
 
-def prompt_of(messages: list[dict[str, Any]]) -> str:
-    """The text a base model completes: the contents joined by newlines, no role markers added."""
+def _texts(messages: list[dict[str, Any]]) -> list[str]:
     parts = []
     for message in messages:
         content = message.get("content")
@@ -25,7 +24,21 @@ def prompt_of(messages: list[dict[str, Any]]) -> str:
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         if content is not None:
             parts.append(content)
-    return "\n".join(parts)
+    return parts
+
+
+def prompt_of(messages: list[dict[str, Any]]) -> str:
+    """The text a base model completes: the contents joined by newlines, no role markers added."""
+    return "\n".join(_texts(messages))
+
+
+def split_prompt(messages: list[dict[str, Any]]) -> tuple[str, str]:
+    """(prefix, rest): the first message (a system prompt and demos, shared by every call of an
+    agent) and the others, joined as `prompt_of` joins them. The prefix's evaluation is reused."""
+    parts = _texts(messages)
+    if len(parts) < 2:
+        return "", "\n".join(parts)
+    return parts[0] + "\n", "\n".join(parts[1:])
 
 
 class LocalProvider(CustomLLM):
@@ -55,9 +68,11 @@ class LocalProvider(CustomLLM):
                 "give the harness the text protocol (one JSON action per line) instead",
             )
         try:
+            prefix, rest = split_prompt(messages)
             out = _local.generate(
                 model,
-                prompt_of(messages),
+                rest,
+                prefix=prefix,
                 max_tokens=optional_params.get("max_tokens"),
                 temperature=optional_params.get("temperature", 0.0),
                 top_p=optional_params.get("top_p"),

@@ -5,9 +5,9 @@ what each one asks and what policy.md expects. Times are relative to the fixture
 fixed, so the stories read the same in small_shop and big_retailer.
 """
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from .shop import DAY, HOUR, Shop, Text
+from .shop import DAY, HOUR, Order, Shop, Text
 
 # key: (first, last, email, date of birth, support PIN, phone, tier, (line1, line2, city, state, zip),
 #       days since sign-up)
@@ -104,7 +104,7 @@ def add_people(shop: Shop) -> dict[str, dict]:
     return people
 
 
-def _delivered_ago(shop: Shop, days: int, transit: int) -> object:
+def _delivered_ago(shop: Shop, days: int, transit: int) -> datetime:
     """When to place an order so that, picked up 20 hours later, it arrives `days` days ago."""
     return shop.at(days + 1 + transit, 10)
 
@@ -132,7 +132,7 @@ def add_stories(shop: Shop, p: dict[str, dict]) -> None:
     ):
         product(code, variant)["stock"] = stock
 
-    def text(template: str, o, **fields) -> Text:
+    def text(template: str, o: Order, **fields: object) -> Text:
         return Text(template, order=o.id, **fields)
 
     # Damage reported within days: refund the plates or reship them.
