@@ -524,5 +524,117 @@ def history_(
         fail(str(error))
 
 
+@app.command("mcp")
+def mcp_command(
+    world_name: Annotated[
+        str, typer.Argument(metavar="WORLD", help="World name, e.g. `helpdesk`, or a module path.")
+    ],
+    fixture: Annotated[
+        str, typer.Option("--fixture", "-f", help="Fixture every session starts from, e.g. `small_shop`.")
+    ],
+    seed: Annotated[int, typer.Option(help="Instance seed: picks the ids that tools generate.")] = 0,
+    clock: Annotated[str, typer.Option(help="fixed, tick, wall, or fixed@YYYY-MM-DD HH:MM:SS.")] = "fixed",
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
+    ] = False,
+    host: Annotated[
+        str, typer.Option(help="Address for --http; anything but loopback needs --token.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for --http.")] = 8765,
+    token: Annotated[
+        str | None, typer.Option(envvar="ATOLL_TOKEN", help="Bearer token every HTTP request must carry.")
+    ] = None,
+    max_sessions: Annotated[int, typer.Option(help="Most sessions (instances) alive at once.")] = 256,
+    idle_timeout: Annotated[
+        float, typer.Option(help="Seconds after which an idle HTTP session is closed.")
+    ] = 600.0,
+) -> None:
+    """Serve a world's tools over MCP, one private instance per session.
+
+    Example: `optimize mcp helpdesk --fixture small_shop` (stdio), or add `--http --port 8765`.
+    """
+    from worlds import WorldError
+    from worlds.serve import run_mcp
+
+    world = _load_world(world_name)
+    try:
+        run_mcp(
+            world,
+            fixture,
+            seed,
+            clock=clock,
+            http=http,
+            host=host,
+            port=port,
+            token=token,
+            max_sessions=max_sessions,
+            idle_seconds=idle_timeout,
+        )
+    except (WorldError, ValueError) as error:
+        fail(str(error))
+
+
+@app.command("serve")
+def serve_command(
+    worlds: Annotated[
+        list[str] | None,
+        typer.Option("--world", "-w", help="World to offer (repeatable); default: all shipped."),
+    ] = None,
+    fixture: Annotated[
+        str | None,
+        typer.Option("--fixture", "-f", help="Default fixture for resets that name none (with one --world)."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Default instance seed.")] = 0,
+    clock: Annotated[
+        str, typer.Option(help="Default clock: fixed, tick, wall, or fixed@YYYY-MM-DD HH:MM:SS.")
+    ] = "fixed",
+    host: Annotated[
+        str, typer.Option(help="Address to bind; anything but loopback needs --token.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
+    token: Annotated[
+        str | None, typer.Option(envvar="ATOLL_TOKEN", help="Bearer token every request must carry.")
+    ] = None,
+    max_sessions: Annotated[int, typer.Option(help="Most sessions (instances) alive at once.")] = 256,
+    idle_timeout: Annotated[
+        float, typer.Option(help="Seconds after which an idle session is closed.")
+    ] = 600.0,
+) -> None:
+    """Serve worlds over HTTP and WebSocket (OpenEnv-compatible), with a web console at /.
+
+    Example: `optimize serve --world helpdesk --fixture small_shop`, then open http://127.0.0.1:8000/
+    """
+    from worlds import Clock
+    from worlds.serve import ResetRequest, run_server
+
+    if fixture and len(worlds or []) != 1:
+        fail("--fixture sets the default instance, so name exactly one --world with it")
+    for name in worlds or []:
+        world = _load_world(name)
+        if fixture and fixture not in world.fixtures:
+            fail(f"world {world.name!r} has no fixture {fixture!r}; it has: {', '.join(world.fixtures)}")
+    try:
+        Clock.parse(clock)
+    except ValueError as error:
+        fail(str(error))
+    defaults = ResetRequest(
+        world=worlds[0] if worlds and len(worlds) == 1 else None, fixture=fixture, seed=seed, clock=clock
+    )
+    shown = f"http://{host}:{port}/" + ("?token=…" if token else "")
+    err.print(f"serving {', '.join(worlds) if worlds else 'every shipped world'} on {shown} (Ctrl-C stops)")
+    try:
+        run_server(
+            host,
+            port,
+            token=token,
+            worlds=worlds,
+            defaults=defaults,
+            max_sessions=max_sessions,
+            idle_seconds=idle_timeout,
+        )
+    except ValueError as error:
+        fail(str(error))
+
+
 if __name__ == "__main__":
     app()

@@ -11,7 +11,7 @@ on a sample and extrapolated to the whole batch (it would take 500 × 0.6 s = 5 
 With --local, and when evals/helpdesk has a val split and the embedded model is installed, it also
 times the val split at k=1 on local/gemma-3-270m.
 
-Run: python benchmarks/evals.py [--episodes 500] [--sample 20] [--local]
+Run: python benchmarks/evals.py [--episodes 500] [--sample 20] [--local [--local-tasks N]]
 """
 
 from __future__ import annotations
@@ -106,7 +106,9 @@ async def throughput(episodes: int, sample: int, console: Console) -> None:
         with RunStore(Path(folder) / "runs.sqlite") as store:
             await measure(harness, suite, store, 16, 20, 0.0)  # warm up: fixture, prompts, imports
             cpu = await measure(harness, suite, store, 1, episodes, 0.0) / episodes
-            table = Table(title=f"Batch throughput, {episodes} episodes, {CALLS_PER_EPISODE} calls × {LATENCY_S} s")
+            table = Table(
+                title=f"Batch throughput, {episodes} episodes, {CALLS_PER_EPISODE} calls × {LATENCY_S} s"
+            )
             for column in ("concurrency", "episodes run", "wall", "episodes/s", "ideal/s", "% of ideal"):
                 table.add_column(column, justify="right")
             for concurrency in (1, 16, 128):
@@ -114,13 +116,24 @@ async def throughput(episodes: int, sample: int, console: Console) -> None:
                 elapsed = await measure(harness, suite, store, concurrency, run, LATENCY_S)
                 rate = run / elapsed
                 ideal = concurrency / (CALLS_PER_EPISODE * LATENCY_S)
-                shown = f"{elapsed:.2f} s" if run == episodes else f"{elapsed:.2f} s (→ {episodes / rate:.0f} s for {episodes})"
-                table.add_row(str(concurrency), str(run), shown, f"{rate:.2f}", f"{ideal:.2f}", f"{100 * rate / ideal:.1f}%")
+                shown = (
+                    f"{elapsed:.2f} s"
+                    if run == episodes
+                    else f"{elapsed:.2f} s (→ {episodes / rate:.0f} s for {episodes})"
+                )
+                table.add_row(
+                    str(concurrency),
+                    str(run),
+                    shown,
+                    f"{rate:.2f}",
+                    f"{ideal:.2f}",
+                    f"{100 * rate / ideal:.1f}%",
+                )
     console.print(table)
     console.print(f"runner's own cost per episode (no model latency, concurrency 1): {1000 * cpu:.1f} ms")
 
 
-async def local_val(console: Console) -> None:
+async def local_val(console: Console, limit: int | None) -> None:
     if importlib.util.find_spec("llama_cpp") is None:
         console.print("local model: llama-cpp-python is not installed (pip install -e '.[local]'); skipped")
         return
@@ -128,22 +141,30 @@ async def local_val(console: Console) -> None:
         console.print(f"local model: no suite at {SHIPPED_SUITE.relative_to(ROOT)}; skipped")
         return
     suite = load_suite(SHIPPED_SUITE)
-    tasks = suite.select(split="val")
+    tasks = [task.id for task in suite.select(split="val")]
     if not tasks:
         console.print("local model: the shipped suite has no val split; skipped")
         return
+    chosen = tasks[:limit] if limit else tasks
+    # The one in-process model answers one call at a time: concurrency 1 keeps each episode's time its own.
     with tempfile.TemporaryDirectory() as folder, RunStore(Path(folder) / "runs.sqlite") as store:
         started = time.perf_counter()
         result = await evaluate_batch(
-            HARNESS, suite, model="local/gemma-3-270m", split="val", k=1, concurrency=4, store=store
+            HARNESS, suite, model="local/gemma-3-270m", tasks=chosen, k=1, concurrency=1, store=store
         )
         elapsed = time.perf_counter() - started
     metrics = result.metrics
+    calls = sum(r.episode.usage.model_calls for r in result.results)
+    cached = sum(r.episode.usage.cached_calls for r in result.results)
+    whole = (
+        f" (→ about {elapsed / len(chosen) * len(tasks):.0f} s for all {len(tasks)} val tasks)"
+        if limit
+        else ""
+    )
     console.print(
-        f"local/gemma-3-270m, val split, k=1: {metrics.episodes} episodes in {elapsed:.1f} s "
-        f"({elapsed / metrics.episodes:.1f} s each), mean score {metrics.mean_score:.3f}, "
-        f"pass^1 {metrics.pass_1:.1%}, {metrics.errors} errors, "
-        f"{metrics.prompt_tokens + metrics.completion_tokens} tokens"
+        f"local/gemma-3-270m, val split, k=1: {metrics.episodes} episodes in {elapsed:.1f} s{whole}; "
+        f"{calls} model calls ({cached} from the response cache), {elapsed / max(calls - cached, 1):.1f} s a call; "
+        f"mean score {metrics.mean_score:.3f}, pass^1 {metrics.pass_1:.1%}, {metrics.errors} errors"
     )
 
 
@@ -152,11 +173,14 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=500)
     parser.add_argument("--sample", type=int, default=20, help="episodes measured at concurrency 1")
     parser.add_argument("--local", action="store_true", help="also time the val split on the local model")
+    parser.add_argument("--local-tasks", type=int, help="time only this many val tasks and extrapolate")
+    parser.add_argument("--skip-throughput", action="store_true")
     options = parser.parse_args()
     console = Console()
-    asyncio.run(throughput(options.episodes, options.sample, console))
+    if not options.skip_throughput:
+        asyncio.run(throughput(options.episodes, options.sample, console))
     if options.local:
-        asyncio.run(local_val(console))
+        asyncio.run(local_val(console, options.local_tasks))
 
 
 if __name__ == "__main__":

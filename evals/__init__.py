@@ -11,6 +11,7 @@ from ._batch import (
     evaluate,
     evaluate_batch,
     plan_batch,
+    resume,
     resume_batch,
 )
 from ._graders import grade_episode, replay_reference
@@ -82,6 +83,7 @@ __all__ = [
     "render_runs",
     "render_summary",
     "replay_reference",
+    "resume",
     "resume_batch",
     "user_for",
     "values_equal",

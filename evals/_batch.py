@@ -248,7 +248,8 @@ async def evaluate_batch(
             store.finish_run(run_id, "interrupted" if interrupted else "failed")
         raise
 
-    results.sort(key=lambda r: (suite_order(suite, r.task_id), r.seed))
+    order = {task.id: i for i, task in enumerate(suite.tasks)}
+    results.sort(key=lambda r: (order.get(r.task_id, len(order)), r.seed))
     metrics = compute_metrics(
         [r.outcome() for r in results], ks=[1, k] if k else None, pass_threshold=suite.pass_threshold
     )
@@ -271,10 +272,6 @@ async def evaluate_batch(
         resumed=len(previous),
         config=config,
     )
-
-
-def suite_order(suite: Suite, task_id: str) -> int:
-    return next((i for i, task in enumerate(suite.tasks) if task.id == task_id), len(suite.tasks))
 
 
 def _report(on_progress: OnProgress | None, progress: BatchProgress) -> None:
@@ -411,8 +408,18 @@ async def resume_batch(
 
 def evaluate(harness: Harness | str | Path, suite: Suite | str | Path, **options: Any) -> BatchResult:
     """`evaluate_batch` for synchronous callers (the CLI, scripts); same arguments."""
+    return _run_sync(evaluate_batch(harness, suite, **options), "evaluate", "evaluate_batch")
+
+
+def resume(run_ref: str, **options: Any) -> BatchResult:
+    """`resume_batch` for synchronous callers; same arguments."""
+    return _run_sync(resume_batch(run_ref, **options), "resume", "resume_batch")
+
+
+def _run_sync(coroutine: Any, name: str, async_name: str) -> BatchResult:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(evaluate_batch(harness, suite, **options))
-    raise BatchError("evaluate() was called inside a running event loop; use `await evaluate_batch(...)`")
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise BatchError(f"{name}() was called inside a running event loop; use `await {async_name}(...)`")

@@ -1,7 +1,8 @@
 """Grading an episode: every expectation of its task becomes checks, and the checks a Grade.
 
 Graders are pure functions of the fixture, the episode's diff and its transcript; the only
-state is the reference solution's replay, computed once per (task, seed) and kept on the suite.
+state is the reference solution's replay, computed once per task (per seed when the solution's
+changes depend on the seed) and kept on the suite.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from evals import (
     evaluate,
     evaluate_batch,
     load_suite,
+    resume,
     resume_batch,
 )
 from harnesses import Harness
@@ -203,3 +204,10 @@ async def test_a_harness_for_another_world_is_refused(suite) -> None:
         BatchError, match="drives world 'elsewhere' but suite 'minidesk' tests world 'minidesk'"
     ):
         await evaluate_batch(Harness.from_files(files, world=other), suite, model=solver())
+
+
+async def test_the_sync_wrappers_refuse_to_run_inside_an_event_loop(suite, store) -> None:
+    with pytest.raises(BatchError, match=r"use `await evaluate_batch\(...\)`"):
+        evaluate(harness(), suite, model=solver())
+    with pytest.raises(BatchError, match=r"use `await resume_batch\(...\)`"):
+        resume("latest", store=store)

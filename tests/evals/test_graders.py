@@ -102,6 +102,24 @@ def test_a_malformed_matcher_says_what_is_wrong(spec: dict, message: str) -> Non
 # -- declarative state checks ------------------------------------------------------------------------
 
 
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {"order_id": st.sampled_from(["ORD-1", "ORD-2"]), "amount": st.sampled_from([5.0, 9.5])}
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_expecting_any_subset_of_the_inserted_rows_in_any_order_passes(rows: list[dict], rng) -> None:
+    inserted = [{"id": f"RF-{i}", **values} for i, values in enumerate(rows)]
+    expected = [row(**r) for r in rng.sample(rows, rng.randint(1, len(rows)))]
+    diff = Diff(tables={"refunds": TableDiff(inserted=inserted)})
+    checks = check_rows("inserted", {"refunds": expected}, diff, KEYS, Accounted())
+    assert all(check.passed for check in checks)
+
+
 def test_an_expected_inserted_row_passes_when_a_new_row_matches_its_columns() -> None:
     accounted = Accounted()
     (check,) = check_rows(
