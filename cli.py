@@ -239,6 +239,119 @@ def try_(
         raise typer.Exit(1)
 
 
+@app.command("eval")
+def eval_(
+    harness: Annotated[
+        Path | None, typer.Argument(help="The harness folder, e.g. `harnesses/support_agent`.")
+    ] = None,
+    suite: Annotated[
+        Path | None, typer.Option(help="Eval suite folder; default evals/<the harness's world>.")
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="train, val or test; default all tasks.")] = None,
+    k: Annotated[
+        int | None, typer.Option("-k", help="Seeds per task (pass^k is reported); default each task's own.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Agent model; default $ATOLL_MODEL, else the harness's.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 8,
+    resume: Annotated[
+        str | None, typer.Option(help="Finish an interrupted eval run (id or `latest`).")
+    ] = None,
+) -> None:
+    """Score a harness on an eval suite, graded by state diffs; prints per-task and overall scores
+    and stores every episode (see `optimize runs` and `optimize show`).
+
+    Example: `optimize eval harnesses/support_agent --split val -k 3`
+    """
+    from evals import (
+        BatchError,
+        GraderError,
+        ReferenceFailed,
+        RunStore,
+        StoreError,
+        SuiteError,
+        evaluate,
+        progress_bar,
+        render_result,
+    )
+    from evals import resume as resume_run
+    from harnesses import HarnessError, load_harness
+    from harnesses.models import ModelError
+    from worlds import WorldError
+
+    if harness is None and resume is None:
+        fail("name a harness folder (e.g. harnesses/support_agent) or --resume RUN")
+    try:
+        with RunStore() as store, progress_bar(err) as on_progress:
+            if resume:
+                result = resume_run(resume, store=store, concurrency=concurrency, on_progress=on_progress)
+            else:
+                suite = suite or Path("evals") / load_harness(harness).world.name
+                result = evaluate(
+                    harness,
+                    suite,
+                    model=model,
+                    split=split,
+                    k=k,
+                    concurrency=concurrency,
+                    store=store,
+                    on_progress=on_progress,
+                )
+    except (
+        SuiteError,
+        BatchError,
+        StoreError,
+        GraderError,
+        ReferenceFailed,
+        HarnessError,
+        ModelError,
+        WorldError,
+    ) as error:
+        fail(str(error), code=1)
+    except KeyboardInterrupt:
+        fail("interrupted; finish the run with `optimize eval --resume latest`", code=130)
+    out.print(render_result(result))
+
+
+@app.command("runs")
+def runs(
+    limit: Annotated[int, typer.Option(help="How many runs to list, newest first.")] = 20,
+    kind: Annotated[
+        str | None, typer.Option(help="Only runs of this kind (eval, gate, optimize-gate, ...).")
+    ] = None,
+) -> None:
+    """List stored runs: id, kind, harness, model, scores.
+
+    Example: `optimize runs --kind eval`
+    """
+    from evals import RunStore, render_runs
+
+    with RunStore() as store:
+        out.print(render_runs(store.runs(limit=limit, kind=kind)))
+
+
+@app.command("show")
+def show(
+    run_ref: Annotated[
+        str, typer.Argument(metavar="RUN", help="A run id, a unique part of one, or `latest`.")
+    ],
+    task: Annotated[str | None, typer.Argument(help="A task id: show its episode in full.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Which seed of the task (default the first).")] = None,
+) -> None:
+    """Show a stored run, or one episode of it: transcript, world diff and the grader's verdicts.
+
+    Example: `optimize show latest refund-damaged-blender`
+    """
+    from evals import RunStore, StoreError, render_run
+
+    try:
+        with RunStore() as store:
+            out.print(render_run(store, run_ref, task, seed))
+    except StoreError as error:
+        fail(str(error))
+
+
 @app.command("run")
 def run(
     harness: Annotated[

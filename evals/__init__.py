@@ -24,7 +24,16 @@ from ._render import (
     render_runs,
     render_summary,
 )
-from ._store import DEFAULT_RUNS_DB, RUNS_DB_ENV, EpisodeResult, RunRecord, RunStore, StoreError
+from ._store import (
+    DEFAULT_RUNS_DB,
+    RUNS_DB_ENV,
+    EpisodeResult,
+    RunRecord,
+    RunStore,
+    StoreError,
+    new_run_id,
+    now_text,
+)
 from ._suite import SPLITS, Expect, Suite, SuiteConfig, SuiteError, Task, UserSpec, load_suite
 from ._users import STOP_TOKEN, SimulatedUser, user_for
 from .graders._matchers import Matcher, values_equal
@@ -72,6 +81,8 @@ __all__ = [
     "grade_episode",
     "grader",
     "load_suite",
+    "new_run_id",
+    "now_text",
     "pass_hat_k",
     "passes",
     "plan_batch",

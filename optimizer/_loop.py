@@ -14,7 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evals import BatchProgress, BatchResult, RunStore, Suite, evaluate_batch, load_suite
+from evals import (
+    BatchProgress,
+    BatchResult,
+    RunStore,
+    Suite,
+    evaluate_batch,
+    load_suite,
+    new_run_id,
+    now_text,
+)
 from harnesses import Harness, HarnessError, load_harness
 from harnesses.models import Model, ResponseCache, check_credentials, get_model, resolve_model
 
@@ -37,8 +46,6 @@ OnEvent = Callable[[OptimizerEvent], None]
 
 
 def new_optimization_id() -> str:
-    from evals._store import new_run_id
-
     return new_run_id("opt")
 
 
@@ -434,7 +441,7 @@ class Optimization:
                     sha = git.commit_folder(path, message)
                 else:
                     sha = git.commit_folder(path, message, branch=branch, files=candidate.files())
-        self.records.save_step(self.id, iteration, commit_sha=sha or "uncommitted", decided_at=_stamp())
+        self.records.save_step(self.id, iteration, commit_sha=sha or "uncommitted", decided_at=now_text())
         self.records.update_run(self.id, incumbent_hash=candidate.hash)
 
     def _replay_accepted(self, rows: dict[int, dict[str, Any]]) -> Harness:
@@ -509,12 +516,6 @@ class Optimization:
             cost_usd=s.cost_usd,
             elapsed_s=time.monotonic() - self.started,
         )
-
-
-def _stamp() -> str:
-    from evals._store import now_text
-
-    return now_text()
 
 
 async def optimize(

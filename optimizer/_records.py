@@ -10,18 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evals import RunStore
+from evals import RunStore, now_text
 
 from ._config import OptimizeConfig
 
 RUNS_TABLE = "optimizations"
 STEPS_TABLE = "proposals"
-
-
-def _now() -> str:
-    from evals._store import now_text
-
-    return now_text()
 
 
 class Records:
@@ -84,7 +78,7 @@ class Records:
                     "status": "running",
                     "start_hash": start_hash,
                     "incumbent_hash": start_hash,
-                    "started_at": _now(),
+                    "started_at": now_text(),
                 }
             )
 
@@ -114,7 +108,7 @@ class Records:
             run_id,
             status=status,
             stop_reason=stop_reason,
-            finished_at=_now(),
+            finished_at=now_text(),
             result=result.model_dump_json() if result is not None else None,
         )
 
@@ -134,7 +128,7 @@ class Records:
                 db[STEPS_TABLE].update((run_id, iteration), values)
             else:
                 db[STEPS_TABLE].insert(
-                    {"optimization_id": run_id, "iteration": iteration, "created_at": _now(), **values}
+                    {"optimization_id": run_id, "iteration": iteration, "created_at": now_text(), **values}
                 )
 
     def steps(self, run_id: str) -> list[dict[str, Any]]:
