@@ -411,14 +411,24 @@ def run(
     Example: `optimize run harnesses/support_agent --max-proposals 6`
     """
     import asyncio
+    import contextlib
 
     from rich.live import Live
 
     from evals import SuiteError
     from harnesses import HarnessError
     from harnesses.models import ModelError
-    from optimizer import AcceptanceRule, OptimizeConfig, OptimizerError, OptimizerPaused, optimize
-    from optimizer._render import render_result, render_status
+    from optimizer import (
+        AcceptanceRule,
+        OptimizeConfig,
+        OptimizerError,
+        OptimizerEvent,
+        OptimizerPaused,
+        event_line,
+        optimize,
+        render_result,
+        render_status,
+    )
     from worlds import WorldError
 
     try:
@@ -445,22 +455,27 @@ def run(
         )
     except ValueError as error:
         fail(str(error).replace("\n", " "))
-    live = Live(console=err, refresh_per_second=4, transient=False)
+    if err.is_terminal:
+        live: Any = Live(console=err, refresh_per_second=4, transient=False)
+
+        def on_event(event: OptimizerEvent) -> None:
+            live.update(render_status(event.status))
+    else:  # a log, not a terminal: one line per step instead of a live panel
+        live = contextlib.nullcontext()
+
+        def on_event(event: OptimizerEvent) -> None:
+            line = event_line(event)
+            if line:
+                err.print(line, highlight=False, soft_wrap=True)
+
     with live:
         try:
-            result = asyncio.run(
-                optimize(
-                    config, resume=resume, on_event=lambda event: live.update(render_status(event.status))
-                )
-            )
+            result = asyncio.run(optimize(config, resume=resume, on_event=on_event))
         except OptimizerPaused as pause:
-            live.stop()
             fail(f"paused: {pause}", code=3)
         except (OptimizerError, HarnessError, ModelError, WorldError, SuiteError) as error:
-            live.stop()
             fail(str(error))
         except KeyboardInterrupt:
-            live.stop()
             fail("interrupted; the run is saved: resume it with `optimize run ... --resume latest`", code=130)
     out.print(render_result(result))
 

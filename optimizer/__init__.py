@@ -28,7 +28,7 @@ from ._history import HistoryEntry, history, render_history
 from ._loop import commit_message, optimize
 from ._operators import AddDemo, DropDemo, ExposeTool, HideTool, ReorderDemos, TuneSampling, default_operators
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unified_patch
-from ._render import render_result, render_status
+from ._render import event_line, render_result, render_status
 from ._reports import DiffSide, ReportError, render_comparison, render_flips, render_world_diffs, resolve_side
 from ._runreport import render_report, write_html_report
 from .stats import (
@@ -84,6 +84,7 @@ __all__ = [
     "compare",
     "decide",
     "default_operators",
+    "event_line",
     "gate",
     "gate_progress",
     "history",

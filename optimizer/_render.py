@@ -8,7 +8,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ._config import OptimizeResult, OptimizerStatus
+from ._config import OptimizeResult, OptimizerEvent, OptimizerStatus
 
 
 def _score(value: float | None) -> str:
@@ -45,6 +45,27 @@ def render_status(status: OptimizerStatus) -> RenderableType:
         f"${status.cost_usd:.4f} · {_elapsed(status.elapsed_s)}",
     )
     return Panel(grid, title=f"optimize · {status.run_id}", title_align="left")
+
+
+def event_line(event: OptimizerEvent) -> str | None:
+    """One plain line for the events worth a line in a log (no live view): None for the rest."""
+    status = event.status
+    clock = f"[{_elapsed(status.elapsed_s)}]"
+    if event.kind == "evaluate" and status.batch_total == 0:
+        return f"{clock} evaluating {status.stage}"
+    if event.kind == "proposal" and status.operator:
+        return f"{clock} proposal {status.iteration}/{status.max_proposals} · {status.operator}: {status.rationale}"
+    if event.kind == "screen":
+        return f"{clock} {status.stage}"
+    if event.kind == "decision":
+        if event.decision is not None:
+            return f"{clock} {event.decision.summary()}"
+        return f"{clock} {status.stage}"
+    if event.kind == "commit":
+        return f"{clock} committed; incumbent now {_score(status.incumbent_score)} ({status.incumbent_hash[:10]})"
+    if event.kind in ("paused", "finish"):
+        return f"{clock} {event.kind}: {status.message}"
+    return None
 
 
 def render_result(result: OptimizeResult, *, show_patch: bool = True) -> RenderableType:
