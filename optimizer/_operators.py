@@ -59,6 +59,18 @@ def _demo_name(task_id: str) -> str:
     return AUTO_DEMO_PREFIX + re.sub(r"[^a-z0-9]+", "_", task_id.lower()).strip("_")
 
 
+def _proposal(
+    operator: str, context: ProposalContext, files: dict[str, str], rationale: str
+) -> Proposal | None:
+    return Proposal.build(
+        operator=operator,
+        rationale=rationale,
+        parent=context.files,
+        files=files,
+        parent_hash=context.harness_hash,
+    )
+
+
 def _agent_tools(context: ProposalContext) -> dict[str, set[str]]:
     return {agent: set(tools) for agent, tools in context.harness.tools.items()}
 
@@ -117,13 +129,7 @@ class AddDemo:
                 f"Show agent {agent!r} a worked example of task {task_id!r} "
                 f"({'a passing episode' if kind == 'episode' else 'its reference solution'}), placed {where}."
             )
-            return Proposal.build(
-                operator=self.name,
-                rationale=rationale,
-                parent=context.files,
-                files=files,
-                parent_hash=context.harness_hash,
-            )
+            return _proposal(self.name, context, files, rationale)
         return None
 
     def _from_episode(self, context: ProposalContext, result: Any) -> tuple[str, dict, str] | None:
@@ -196,13 +202,7 @@ class DropDemo:
         still_used = any(demo in (cfg.get("demos") or []) for cfg in config["agents"].values())
         if not still_used:
             files.pop(f"demos/{demo}.yaml", None)
-        return Proposal.build(
-            operator=self.name,
-            rationale=f"Drop demo {demo!r} from agent {agent!r}.",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
-        )
+        return _proposal(self.name, context, files, f"Drop demo {demo!r} from agent {agent!r}.")
 
 
 class ReorderDemos:
@@ -221,12 +221,11 @@ class ReorderDemos:
         config = _load(files[HARNESS_FILE])
         config["agents"][agent]["demos"] = _flow(order)
         files[HARNESS_FILE] = _dump(config)
-        return Proposal.build(
-            operator=self.name,
-            rationale=f"Move demo {demo!r} last for agent {agent!r} (order now: {', '.join(order)}).",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
+        return _proposal(
+            self.name,
+            context,
+            files,
+            f"Move demo {demo!r} last for agent {agent!r} (order now: {', '.join(order)}).",
         )
 
 
@@ -256,12 +255,11 @@ class ExposeTool:
             entries[tool] = None
             tools[agent] = entries
         files[TOOLS_FILE] = _dump(tools)
-        return Proposal.build(
-            operator=self.name,
-            rationale=f"Expose world tool {tool!r} to agent {agent!r}: reference solutions of failing train tasks use it.",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
+        return _proposal(
+            self.name,
+            context,
+            files,
+            f"Expose world tool {tool!r} to agent {agent!r}: reference solutions of failing train tasks use it.",
         )
 
 
@@ -292,12 +290,11 @@ class HideTool:
         else:
             del entries[tool]
         files[TOOLS_FILE] = _dump(tools)
-        return Proposal.build(
-            operator=self.name,
-            rationale=f"Hide tool {tool!r} from agent {agent!r}: no passing episode or train reference uses it.",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
+        return _proposal(
+            self.name,
+            context,
+            files,
+            f"Hide tool {tool!r} from agent {agent!r}: no passing episode or train reference uses it.",
         )
 
 
@@ -329,13 +326,7 @@ class TuneSampling:
             limits["turns"] = value
             change = f"turn limit {current} -> {value}"
         files[HARNESS_FILE] = _dump(config)
-        return Proposal.build(
-            operator=self.name,
-            rationale=f"Sampling and limits: {change}.",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
-        )
+        return _proposal(self.name, context, files, f"Sampling and limits: {change}.")
 
 
 def default_operators() -> list[Any]:

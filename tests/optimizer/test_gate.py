@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import re
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from notes_desk import MAGIC, PROMPT, agent, git, make_workspace, write
 from pydantic import ValidationError
 from rich.console import Console
 
@@ -25,66 +24,16 @@ from optimizer._gate import GateConfig, run_gate
 from optimizer._gate_report import append_step_summary, markdown_summary, render_gate, write_junit
 from optimizer._gate_result import GateError, GateReport, load_baseline, save_baseline, write_json
 
-PROMPT = "prompts/desk.md.j2"
-MAGIC = "ALWAYS ADD A NOTE when asked."
 VAL_TASKS = [f"note-{i}" for i in range(1, 5)]
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
-
-
-def agent(request) -> str | dict:
-    system, last = request.messages[0]["content"], request.messages[-1]
-    if last["role"] == "tool":
-        return "Done, the note is on the order."
-    if MAGIC in system:
-        order = re.search(r"ORD-\d+", last["content"]).group()
-        return {
-            "tool_calls": [{"name": "add_order_note", "arguments": {"order_id": order, "note": "called"}}]
-        }
-    return "Sorry, I can't do that."
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
 
 
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    write(
-        tmp_path / "h",
-        {
-            "harness.yaml": "name: notes_desk\nworld: helpdesk\nmodel: scripted\nentry: desk\nagents:\n  desk:\n    prompt: prompts/desk.md.j2\n",
-            "tools.yaml": "desk: [add_order_note]\n",
-            PROMPT: f"You keep notes on orders.\n{MAGIC}\n",
-        },
+    make_workspace(
+        tmp_path, prompt=f"You keep notes on orders.\n{MAGIC}\n", val=[1, 2, 3, 4], tasks=6, seeds="[0, 1, 2]"
     )
-    tasks = []
-    for i in range(1, 7):
-        order = f"ORD-{1000 + i}"
-        tasks.append(
-            f"- id: note-{i}\n  split: {'val' if i <= 4 else 'train'}\n  fixture: small_shop\n"
-            f"  user: {{message: 'Please add a note to order {order} that I called.'}}\n"
-            f"  reference: [{{add_order_note: {{order_id: {order}, note: called}}}}]\n"
-            f"  expect:\n    inserted: {{order_notes: [{{order_id: {order}}}]}}\n    no_other_writes: true\n"
-        )
-    write(
-        tmp_path / "s",
-        {
-            "suite.yaml": "name: notes\nworld: helpdesk\ndefault_seeds: [0, 1, 2]\n",
-            "tasks/notes.yaml": "".join(tasks),
-        },
-    )
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "config", "user.email", "t@example.invalid")
-    git(tmp_path, "config", "user.name", "T")
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-qm", "init")
     return tmp_path
 
 

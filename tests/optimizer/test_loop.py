@@ -8,105 +8,19 @@ nothing. Only the helpful one may ever be committed.
 from __future__ import annotations
 
 import asyncio
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
+from notes_desk import MAGIC, PROMPT, DoesNothing, Helpful, agent, git, make_workspace
 
 from evals import RunStore
 from harnesses.models import ScriptedModel
-from optimizer import OptimizeConfig, OptimizerError, Proposal, ProposalContext, optimize
-
-PROMPT = "prompts/desk.md.j2"
-MAGIC = "ALWAYS ADD A NOTE when asked."
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
-
-
-def agent(request) -> str | dict:
-    system, last = request.messages[0]["content"], request.messages[-1]
-    if last["role"] == "tool":
-        return "Done, the note is on the order."
-    if MAGIC in system:
-        order = re.search(r"ORD-\d+", last["content"]).group()
-        return {
-            "tool_calls": [{"name": "add_order_note", "arguments": {"order_id": order, "note": "called"}}]
-        }
-    return "Sorry, I can't do that."
-
-
-class Helpful:
-    name = "helpful"
-
-    async def propose(self, context: ProposalContext) -> Proposal | None:
-        files = dict(context.files)
-        files[PROMPT] = files[PROMPT] + MAGIC + "\n"
-        return Proposal.build(
-            operator=self.name,
-            rationale="Tell the agent to add notes.",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
-        )
-
-
-class DoesNothing:
-    name = "does_nothing"
-
-    async def propose(self, context: ProposalContext) -> Proposal | None:
-        files = dict(context.files)
-        files[PROMPT] = files[PROMPT] + f"{{# tweak {context.iteration} #}}\n"
-        return Proposal.build(
-            operator=self.name,
-            rationale="A comment the model never sees.",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
-        )
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
+from optimizer import OptimizeConfig, OptimizerError, optimize
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    tmp_path = tmp_path / "repo"
-    write(
-        tmp_path / "h",
-        {
-            "harness.yaml": "name: notes_desk\nworld: helpdesk\nmodel: scripted\nentry: desk\nagents:\n  desk:\n    prompt: prompts/desk.md.j2\n",
-            "tools.yaml": "desk: [add_order_note]\n",
-            PROMPT: "You keep notes on orders.\n",
-        },
-    )
-    tasks = []
-    for i in range(1, 13):
-        order = f"ORD-{1000 + i}"
-        tasks.append(
-            f"- id: note-{i}\n  split: {'train' if i <= 6 else 'val'}\n  fixture: small_shop\n"
-            f"  user: {{message: 'Please add a note to order {order} that I called.'}}\n"
-            f"  reference: [{{add_order_note: {{order_id: {order}, note: called}}}}]\n"
-            f"  expect:\n    inserted: {{order_notes: [{{order_id: {order}}}]}}\n    no_other_writes: true\n"
-        )
-    write(
-        tmp_path / "s",
-        {
-            "suite.yaml": "name: notes\nworld: helpdesk\ndefault_seeds: [0]\n",
-            "tasks/notes.yaml": "".join(tasks),
-        },
-    )
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "config", "user.email", "t@example.invalid")
-    git(tmp_path, "config", "user.name", "T")
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-qm", "init")
-    return tmp_path
+    return make_workspace(tmp_path / "repo", prompt="You keep notes on orders.\n", val=list(range(7, 13)))
 
 
 def config(root: Path, **overrides) -> OptimizeConfig:
@@ -163,10 +77,8 @@ def test_a_run_interrupted_at_any_stage_resumes_without_losing_or_repeating_a_co
     seen = {"n": 0}
 
     def interrupt(event) -> None:
-        if (
-            event.kind == stage
-            and event.status.iteration == 2
-            or (stage == "evaluate" and event.kind == stage)
+        if (event.kind == stage and event.status.iteration == 2) or (
+            stage == "evaluate" and event.kind == stage
         ):
             seen["n"] += 1
             if seen["n"] == 1:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import io
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from notes_desk import HARNESS_YAML, MAGIC, PROMPT, Helpful, agent, git, make_workspace, write
 from rich.console import Console
 from rich.text import Text
 
@@ -26,7 +26,6 @@ from optimizer import (
     OptimizeConfig,
     PairedScores,
     Proposal,
-    ProposalContext,
     commit_message,
     decide,
     optimize,
@@ -35,54 +34,6 @@ from optimizer._diffview import DELETED, INSERTED, render_harness_diff, word_dif
 from optimizer._history import history, parse_commit, render_history
 from optimizer._reports import ReportError, render_comparison, resolve_side, task_flips
 from optimizer._runreport import load_run_report, render_report, render_run_report, write_html_report
-
-PROMPT = "prompts/desk.md.j2"
-MAGIC = "ALWAYS ADD A NOTE when asked."
-HARNESS_YAML = """name: notes_desk
-world: helpdesk
-model: scripted
-entry: desk
-agents:
-  desk:
-    prompt: prompts/desk.md.j2
-"""
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
-
-
-def agent(request) -> str | dict:
-    system, last = request.messages[0]["content"], request.messages[-1]
-    if last["role"] == "tool":
-        return "Done, the note is on the order."
-    if MAGIC in system:
-        order = re.search(r"ORD-\d+", last["content"]).group()
-        return {
-            "tool_calls": [{"name": "add_order_note", "arguments": {"order_id": order, "note": "called"}}]
-        }
-    return "Sorry, I can't do that."
-
-
-class Helpful:
-    name = "helpful"
-
-    async def propose(self, context: ProposalContext) -> Proposal | None:
-        files = dict(context.files)
-        files[PROMPT] = files[PROMPT] + MAGIC + "\n"
-        return Proposal.build(
-            operator=self.name,
-            rationale="Tell the agent to add notes.",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
-        )
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
 
 
 class World:
@@ -96,36 +47,9 @@ class World:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     root = tmp_path_factory.mktemp("reports")
-    write(
-        root / "h",
-        {
-            "harness.yaml": HARNESS_YAML,
-            "tools.yaml": "desk: [add_order_note]\n",
-            PROMPT: "You keep notes on orders.\n",
-            "skills/.gitkeep": "",
-        },
+    make_workspace(
+        root, prompt="You keep notes on orders.\n", val=list(range(7, 13)), extra={"skills/.gitkeep": ""}
     )
-    tasks = []
-    for i in range(1, 13):
-        order = f"ORD-{1000 + i}"
-        tasks.append(
-            f"- id: note-{i}\n  split: {'train' if i <= 6 else 'val'}\n  fixture: small_shop\n"
-            f"  user: {{message: 'Please add a note to order {order} that I called.'}}\n"
-            f"  reference: [{{add_order_note: {{order_id: {order}, note: called}}}}]\n"
-            f"  expect:\n    inserted: {{order_notes: [{{order_id: {order}}}]}}\n    no_other_writes: true\n"
-        )
-    write(
-        root / "s",
-        {
-            "suite.yaml": "name: notes\nworld: helpdesk\ndefault_seeds: [0]\n",
-            "tasks/notes.yaml": "".join(tasks),
-        },
-    )
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.invalid")
-    git(root, "config", "user.name", "T")
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "init")
     made = World(root)
     before = load_harness(made.harness)
     config = OptimizeConfig(harness=made.harness, suite=root / "s", max_proposals=1, max_minutes=None)
