@@ -187,20 +187,30 @@ class _Run:
             self.models[config.model] = model
         protocol = PROTOCOLS[harness.protocol_for(name, model.name)]
         specs = tool_specs(harness, name)
-        system = harness.render_prompt(
+        # The prompt depends only on these; a batch renders it once per task instead of per episode.
+        key = (
+            "system",
             name,
-            {
-                "agent": name,
-                "harness": harness.name,
-                "documents": harness.world.documents,
-                "task": self.task,
-                "skills": {s: harness.skills[s] for s in config.skills},
-                "tools": protocol.render_tools(specs),
-                "demos": protocol.render_demos([harness.demos[d] for d in config.demos]),
-                "protocol": protocol.name,
-                "now": self.now,
-            },
+            protocol.name,
+            json.dumps(self.task, sort_keys=True, default=str),
+            str(self.now),
         )
+        system = harness.memo.get(key)
+        if system is None:
+            system = harness.memo[key] = harness.render_prompt(
+                name,
+                {
+                    "agent": name,
+                    "harness": harness.name,
+                    "documents": harness.world.documents,
+                    "task": self.task,
+                    "skills": {s: harness.skills[s] for s in config.skills},
+                    "tools": protocol.render_tools(specs),
+                    "demos": protocol.render_demos([harness.demos[d] for d in config.demos]),
+                    "protocol": protocol.name,
+                    "now": self.now,
+                },
+            )
         agent = _Agent(
             name=name,
             model=model,

@@ -213,9 +213,17 @@ class Optimization:
 
     # -- budget ---------------------------------------------------------------------------------
 
-    def _out_of_budget(self) -> str | None:
+    def _out_of_budget(self, next_step_s: float = 0.0, reserve_s: float = 0.0) -> str | None:
+        """Why no further proposal should start, or None. The time budget also counts what the
+        next proposal and the closing test scoring are expected to take, so a run ends on time."""
         c, s = self.config, self.status
-        minutes = (time.monotonic() - self.started) / 60
+        elapsed = time.monotonic() - self.started
+        if c.max_minutes is not None and elapsed < c.max_minutes * 60 <= elapsed + next_step_s + reserve_s:
+            return (
+                f"time budget: {c.max_minutes:g} min would not fit another proposal "
+                f"(~{next_step_s / 60:.1f} min) and the closing test scoring (~{reserve_s / 60:.1f} min)"
+            )
+        minutes = elapsed / 60
         checks = [
             (c.max_episodes, s.episodes, "episode budget"),
             (c.max_model_calls, s.model_calls, "model-call budget"),
@@ -236,16 +244,21 @@ class Optimization:
         if resuming:
             incumbent = self._replay_accepted(rows)
         self._emit("start", stage="baseline", incumbent_hash=incumbent.hash)
+        began = time.monotonic()
         start_gate = await self._gate(self.start)
+        gate_s = time.monotonic() - began
         incumbent_gate = await self._gate(incumbent)
         self._emit(
             "evaluate", start_score=_mean(start_gate.scores()), incumbent_score=_mean(incumbent_gate.scores())
         )
+        began = time.monotonic()
         test_start = (
             await self._evaluate(self.start, "test", split="test")
             if config.score_test and self._has_test()
             else None
         )
+        test_s = time.monotonic() - began
+        longest_step_s = 0.0
         pool: list[tuple[Harness, BatchResult]] = []
         rejections_in_a_row = 0
         stop_reason = "proposal budget spent"
@@ -255,7 +268,8 @@ class Optimization:
             row = rows.get(iteration)
             if row is not None and row["verdict"] is not None:
                 continue  # decided before the run was interrupted
-            budget = self._out_of_budget()
+            # Before any proposal has run, guess one costs half a gate evaluation (most are screened out).
+            budget = self._out_of_budget(longest_step_s or gate_s / 2, test_s)
             if budget:
                 stop_reason = budget
                 break
@@ -264,9 +278,11 @@ class Optimization:
                 break
             rng = random.Random(f"{config.seed}:{iteration}")
             parent = self._parent(incumbent, incumbent_gate, pool, rng)
+            began = time.monotonic()
             verdict, candidate, candidate_gate = await self._iteration(
                 iteration, rng, parent, incumbent, incumbent_gate
             )
+            longest_step_s = max(longest_step_s, time.monotonic() - began)
             if verdict == "accept":
                 incumbent, incumbent_gate = candidate, candidate_gate
                 rejections_in_a_row = 0

@@ -24,9 +24,8 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def config(root: Path, **overrides) -> OptimizeConfig:
-    return OptimizeConfig(
-        harness=root / "h", suite=root / "s", max_proposals=2, max_minutes=None, concurrency=4, **overrides
-    )
+    options = {"max_proposals": 2, "max_minutes": None, "concurrency": 4, **overrides}
+    return OptimizeConfig(harness=root / "h", suite=root / "s", **options)
 
 
 def run(root: Path, *, resume: str | None = None, on_event=None, **overrides):
@@ -129,3 +128,11 @@ def test_committing_on_another_branch_leaves_the_checkout_alone(workspace: Path)
     assert MAGIC not in (workspace / "h" / PROMPT).read_text()
     assert MAGIC in git(workspace, "show", f"atoll/better:h/{PROMPT}")
     assert git(workspace, "status", "--porcelain") == ""
+
+
+def test_a_spent_time_budget_stops_before_the_next_proposal_and_says_why(workspace: Path):
+    result = run(workspace, max_minutes=1e-6)
+
+    assert result.steps == []
+    assert result.stop_reason.startswith("time budget")
+    assert atoll_commits(workspace) == []
