@@ -253,7 +253,7 @@ class Optimization:
         )
         began = time.monotonic()
         test_start = (
-            await self._evaluate(self.start, "test", split="test")
+            await self._evaluate(self.start, "test", split="test", k=config.k)
             if config.score_test and self._has_test()
             else None
         )
@@ -295,7 +295,7 @@ class Optimization:
                     pool.append((candidate, candidate_gate))
         test_final = None
         if test_start is not None:
-            test_final = await self._evaluate(incumbent, "test", split="test")
+            test_final = await self._evaluate(incumbent, "test", split="test", k=config.k)
         return self._result(
             "finished", stop_reason, incumbent, start_gate, incumbent_gate, test_start, test_final
         )
