@@ -377,6 +377,13 @@ class RunStore:
         with self._lock, connection:  # one transaction: committed on exit, rolled back on error
             connection.execute(sql, tuple(row.values()))
 
+    def forget_outages(self, run_id: str) -> int:
+        """Delete a run's episodes that ended on a model outage, so resuming runs them again."""
+        with self.transaction() as db:
+            return db.execute(
+                "DELETE FROM episodes WHERE run_id = ? AND stop_reason = 'model_error'", [run_id]
+            ).rowcount
+
     def episode_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (task, seed) pairs of a run already stored: what a resumed run skips."""
         with self._lock:

@@ -183,6 +183,7 @@ class Optimization:
         if run_id in self.evaluations:
             return self.evaluations[run_id]
         self._emit("evaluate", stage=f"{role}: {harness.hash[:8]}", batch_done=0, batch_total=0)
+        self.store.forget_outages(run_id)  # a resumed run asks the model again where it was down
         result = await evaluate_batch(
             harness,
             self.suite,

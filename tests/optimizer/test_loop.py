@@ -14,8 +14,8 @@ import pytest
 from notes_desk import MAGIC, PROMPT, DoesNothing, Helpful, agent, git, make_workspace
 
 from evals import RunStore
-from harnesses.models import ScriptedModel
-from optimizer import OptimizeConfig, OptimizerError, optimize
+from harnesses.models import ModelUnavailable, ScriptedModel
+from optimizer import OptimizeConfig, OptimizerError, OptimizerPaused, optimize
 
 
 @pytest.fixture
@@ -136,3 +136,23 @@ def test_a_spent_time_budget_stops_before_the_next_proposal_and_says_why(workspa
     assert result.steps == []
     assert result.stop_reason.startswith("time budget")
     assert atoll_commits(workspace) == []
+
+
+def test_a_model_outage_pauses_the_run_and_resume_finishes_it(workspace: Path):
+    down = ScriptedModel(fn=lambda request: ModelUnavailable("503 from the provider, after 4 retries"))
+    store = RunStore(workspace.parent / "runs.sqlite")
+    with pytest.raises(OptimizerPaused, match="the model stopped answering.*--resume"):
+        asyncio.run(optimize(config(workspace), store=store, model=down, proposers=[Helpful()]))
+    assert store.db.execute("SELECT status FROM optimizations").fetchone()[0] == "paused"
+    store.close()
+
+    result = run(workspace, resume="latest")
+
+    assert result.accepted and len(atoll_commits(workspace)) == 1
+
+
+def test_the_pareto_strategy_commits_only_what_passes_the_rule_too(workspace: Path):
+    result = run(workspace, strategy="pareto", max_proposals=3)
+
+    assert [step.verdict for step in result.steps][:2] == ["screened_out", "accept"]
+    assert len(atoll_commits(workspace)) == len(result.accepted) == 1
