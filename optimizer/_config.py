@@ -29,6 +29,9 @@ class OptimizeConfig(BaseModel):
     operators: list[str] | None = Field(None, description="LLM-free operators to use; default all.")
     k: int = Field(1, ge=1, description="Seeds per val task in the gate set.")
     screen_size: int = Field(6, ge=1, description="Train tasks in a candidate's screening minibatch.")
+    train_sample: int | None = Field(
+        16, ge=1, description="Train tasks the proposers learn from (a seeded sample); None: all."
+    )
     max_proposals: int = Field(12, ge=0)
     patience: int | None = Field(None, ge=1, description="Stop after this many rejections in a row.")
     max_episodes: int | None = Field(None, ge=1)
