@@ -385,6 +385,9 @@ def run(
     screen_size: Annotated[
         int, typer.Option(help="Train tasks in each candidate's screening minibatch.")
     ] = 6,
+    train_sample: Annotated[
+        int | None, typer.Option(help="Train tasks the proposers learn from (a seeded sample).")
+    ] = 16,
     operators: Annotated[
         list[str] | None,
         typer.Option("--operator", help="LLM-free operator to use (repeatable); default all."),
@@ -441,6 +444,7 @@ def run(
             operators=operators,
             k=k,
             screen_size=screen_size,
+            train_sample=train_sample,
             max_proposals=max_proposals,
             patience=patience,
             max_episodes=max_episodes,
