@@ -511,14 +511,20 @@ class Optimization:
                 if row["decision"] and row["verdict"] in ("accept", "reject", "void")
                 else None
             )
+            # A screened-out proposal shows its minibatch means; a decided one, its gate means.
+            screen = json.loads(row["screen"]) if row["screen"] else {}
             steps.append(
                 StepRecord(
                     iteration=row["iteration"],
                     operator=row["operator"],
                     rationale=row["rationale"],
                     verdict=row["verdict"] or "unfinished",
-                    incumbent_score=decision.comparison.incumbent_mean if decision else None,
-                    candidate_score=decision.comparison.candidate_mean if decision else None,
+                    incumbent_score=decision.comparison.incumbent_mean
+                    if decision
+                    else screen.get("incumbent_mean"),
+                    candidate_score=decision.comparison.candidate_mean
+                    if decision
+                    else screen.get("candidate_mean"),
                     p_value=decision.comparison.p_better if decision else None,
                     lower_bound=decision.comparison.lower_bound if decision else None,
                     commit=row["commit_sha"],

@@ -88,7 +88,7 @@ def render_result(result: OptimizeResult, *, show_patch: bool = True) -> Rendera
         "#",
         "operator",
         "verdict",
-        "incumbent → candidate",
+        "incumbent → candidate (screen or gate)",
         "p",
         "lower bound",
         "commit",
