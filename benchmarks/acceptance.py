@@ -16,13 +16,18 @@ Run: python benchmarks/acceptance.py [--trials 1000] [--seed 0]
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
-import numpy as np
-from rich.console import Console
-from rich.table import Table
+# benchmarks/evals.py shadows the `evals` package when this folder leads sys.path: put the repository first.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from optimizer.stats import PairedScores, decide
+import numpy as np  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from optimizer.stats import PairedScores, decide  # noqa: E402
 
 TASKS = (20, 30, 50)
 SEEDS = (1, 3, 5)
