@@ -423,6 +423,7 @@ def run(
     from harnesses.models import ModelError
     from optimizer import (
         AcceptanceRule,
+        GitError,
         OptimizeConfig,
         OptimizerError,
         OptimizerEvent,
@@ -477,7 +478,7 @@ def run(
             result = asyncio.run(optimize(config, resume=resume, on_event=on_event))
         except OptimizerPaused as pause:
             fail(f"paused: {pause}", code=3)
-        except (OptimizerError, HarnessError, ModelError, WorldError, SuiteError) as error:
+        except (OptimizerError, HarnessError, ModelError, WorldError, SuiteError, GitError) as error:
             fail(str(error))
         except KeyboardInterrupt:
             fail("interrupted; the run is saved: resume it with `optimize run ... --resume latest`", code=130)
@@ -644,8 +645,7 @@ def history_(
 
     Example: `optimize history harnesses/support_agent`
     """
-    from optimizer import history, render_history
-    from optimizer._git import GitError
+    from optimizer import GitError, history, render_history
 
     try:
         if as_json:

@@ -24,6 +24,7 @@ from ._gate_result import (
     save_baseline,
     write_json,
 )
+from ._git import GitError
 from ._history import HistoryEntry, history, render_history
 from ._loop import commit_message, optimize
 from ._operators import AddDemo, DropDemo, ExposeTool, HideTool, ReorderDemos, TuneSampling, default_operators
@@ -61,6 +62,7 @@ __all__ = [
     "GateRule",
     "GateSide",
     "GateVerdict",
+    "GitError",
     "HideTool",
     "HistoryEntry",
     "OptimizeConfig",

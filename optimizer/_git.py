@@ -155,3 +155,8 @@ def find_commit(path: Path, text: str, *, ref: str = "HEAD", depth: int = 50) ->
     except GitError:  # an unborn branch: nothing committed there yet
         return None
     return found.split()[0] if found.strip() else None
+
+
+def check_identity(path: Path) -> None:
+    """Raise GitError when git has no author identity here (commits would fail later, mid-run)."""
+    _git("var", "GIT_AUTHOR_IDENT", cwd=repo_root(path))

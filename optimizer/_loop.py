@@ -618,6 +618,13 @@ def _check_clean(config: OptimizeConfig) -> None:
             f"{config.harness} is not in a git repository ({error}); run `git init` and commit it, "
             "or pass --no-commit to only write accepted variants"
         ) from None
+    try:
+        git.check_identity(config.harness)
+    except git.GitError:
+        raise OptimizerError(
+            "git has no author identity to commit accepted variants with: run "
+            "`git config user.name 'Your Name'` and `git config user.email you@example.com`, or pass --no-commit"
+        ) from None
     if dirty:
         raise OptimizerError(
             f"{config.harness} has uncommitted changes ({', '.join(dirty[:5])}); commit or stash them first, "
