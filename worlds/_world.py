@@ -315,12 +315,13 @@ def _world_module(name: str) -> str:
 
 
 def list_worlds() -> list[str]:
-    """The worlds shipped in this package (a world elsewhere is named by its module path)."""
+    """The worlds shipped in this package: its sub-packages with a world.py (see worlds/README.md);
+    a world elsewhere is named by its module path."""
     package = Path(__file__).parent
     return sorted(
         info.name
         for info in pkgutil.iter_modules([str(package)])
-        if info.ispkg and not info.name.startswith("_")
+        if info.ispkg and not info.name.startswith("_") and (package / info.name / "world.py").exists()
     )
 
 

@@ -273,3 +273,9 @@ def test_a_fixture_build_is_deterministic():
         fx.insert("x", [{"id": i, "v": fx.rng.random()} for i in range(50)])
 
     assert world._build(world.fixtures["f"]).sha256 == world._build(world.fixtures["f"]).sha256
+
+
+def test_only_packages_with_a_world_are_listed_as_worlds():
+    from worlds import list_worlds
+
+    assert list_worlds() == ["helpdesk"]
