@@ -193,7 +193,11 @@ def world_call(
 @app.command("try")
 def try_(
     harness: Annotated[Path, typer.Argument(help="The harness folder, e.g. `harnesses/support_agent`.")],
-    message: Annotated[str, typer.Option("--message", "-m", help="What the user says.")],
+    message: Annotated[str | None, typer.Option("--message", "-m", help="What the user says.")] = None,
+    task: Annotated[
+        str | None, typer.Option(help="Run an eval task instead (its fixture, user and grade).")
+    ] = None,
+    suite: Annotated[Path | None, typer.Option(help="With --task: the suite; default evals/<world>.")] = None,
     fixture: Annotated[str, typer.Option(help="The world fixture to start from.")] = "small_shop",
     model: Annotated[
         str | None, typer.Option(help="Model (any litellm name); default $ATOLL_MODEL, else the harness's.")
@@ -207,34 +211,54 @@ def try_(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the episode as JSON.")] = False,
 ) -> None:
-    """Run one episode of a harness and show it: the conversation, each tool call and the world diff.
+    """Run one episode of a harness and show it: the conversation, each tool call and the world diff
+    (with --task, also the grader's verdicts).
 
     Example: `optimize try harnesses/support_agent --message "Where is my order ORD-1092?"`
+    or `optimize try harnesses/support_agent --task status-delivered`
     """
     import asyncio
 
-    from harnesses import HarnessError, render_episode, try_episode
+    from evals import (
+        GraderError,
+        ReferenceFailed,
+        SuiteError,
+        grade_episode,
+        load_suite,
+        render_grade,
+        user_for,
+    )
+    from harnesses import HarnessError, load_harness, render_episode, try_episode
     from harnesses.models import ModelError
     from worlds import WorldError
 
+    if (message is None) == (task is None):
+        fail("give --message TEXT or --task ID (one of them)")
     try:
+        options: dict[str, Any] = {"fixture": fixture, "message": message or "", "replies": reply or []}
+        if task is not None:
+            evals_suite = load_suite(suite or Path("evals") / load_harness(harness).world.name)
+            chosen = evals_suite.task(task)
+            options = {
+                "fixture": chosen.fixture,
+                "message": chosen.user.message,
+                "clock": chosen.clock,
+                "task_id": chosen.id,
+                "task_context": chosen.context,
+                "user": lambda agent_model: user_for(chosen, model=agent_model, sample=seed),
+            }
         episode = asyncio.run(
-            try_episode(
-                harness,
-                fixture=fixture,
-                message=message,
-                replies=reply or [],
-                model_name=model,
-                seed=seed,
-                cache=not no_cache,
-            )
+            try_episode(harness, model_name=model, seed=seed, cache=not no_cache, **options)
         )
-    except (HarnessError, WorldError, ModelError) as error:
+        grade = grade_episode(evals_suite, chosen, episode) if task is not None else None
+    except (HarnessError, WorldError, ModelError, SuiteError, GraderError, ReferenceFailed) as error:
         fail(str(error))
     if as_json:
-        _print_json(episode.model_dump(mode="json"))
+        _print_json(episode.model_dump(mode="json") | ({"grade": grade.model_dump()} if grade else {}))
     else:
         out.print(render_episode(episode))
+        if grade is not None:
+            out.print(render_grade(grade))
     if episode.errored:
         raise typer.Exit(1)
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ._episode import Episode
 from ._harness import load_harness
 from ._runtime import run_episode
-from ._user import ScriptedUser
-from .models import ResponseCache, check_credentials, get_model, resolve_model
+from ._user import ScriptedUser, UserSide
+from .models import Model, ResponseCache, check_credentials, get_model, resolve_model
 
 
 async def try_episode(
@@ -22,11 +23,15 @@ async def try_episode(
     seed: int = 0,
     clock: str = "fixed",
     cache: bool = True,
+    task_id: str | None = None,
+    task_context: Mapping[str, Any] | None = None,
+    user: Callable[[Model], UserSide] | None = None,
 ) -> Episode:
     """Load the harness, pick the model (`model_name`, else $ATOLL_MODEL, else the harness's default) and
     run one episode on a fresh instance of `fixture`.
 
-    `seed` seeds the instance and is the sample index of every model call, as in an eval. Raises
+    `seed` seeds the instance and is the sample index of every model call, as in an eval. For an eval
+    task, `task_id` and `task_context` are passed on, and `user` builds its user side from the model. Raises
     HarnessError (bad harness), UnknownFixture and MissingCredentials before any model call; model
     and world trouble during the episode come back inside the Episode (`stop_reason`, `error`).
     """
@@ -34,5 +39,8 @@ async def try_episode(
     name = resolve_model(model_name, harness.config.model)
     check_credentials(name)
     model = get_model(name, cache=ResponseCache.default() if cache else None)
+    side = user(model) if user is not None else ScriptedUser(message, replies)
     with harness.world.instance(fixture, seed=seed, clock=clock) as instance:
-        return await run_episode(harness, instance, model, ScriptedUser(message, replies), sample=seed)
+        return await run_episode(
+            harness, instance, model, side, sample=seed, task_id=task_id, task_context=task_context
+        )
