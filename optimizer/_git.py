@@ -18,6 +18,8 @@ class GitError(Exception):
 
 
 def _git(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes | None = None) -> str:
+    if not cwd.is_dir():
+        raise GitError(f"{cwd}: no such folder")
     completed = subprocess.run(
         ["git", *args],
         cwd=cwd,
@@ -36,6 +38,8 @@ def _git(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes 
 
 def repo_root(path: Path) -> Path:
     """The top of the git work tree holding `path`; GitError when it is not in one."""
+    if not path.exists():
+        raise GitError(f"{path}: no such file or folder")
     start = path if path.is_dir() else path.parent
     return Path(_git("rev-parse", "--show-toplevel", cwd=start).strip())
 
@@ -68,9 +72,9 @@ def resolve_ref(path: Path, ref: str) -> str:
 def files_at(path: Path, ref: str) -> dict[str, str]:
     """The text files under `path` as they were at `ref`, keyed by path relative to `path`."""
     root, relative = relative_to_root(path)
-    listing = _git("ls-tree", "-r", "--name-only", ref, "--", relative, cwd=root)
+    listing = _git("ls-tree", "-r", "-z", "--name-only", ref, "--", relative, cwd=root)
     files = {}
-    for name in listing.splitlines():
+    for name in filter(None, listing.split("\0")):
         files[name[len(relative) + 1 :]] = _git("show", f"{ref}:{name}", cwd=root)
     return files
 
@@ -81,8 +85,9 @@ def commit_folder(
     """Commit the folder `path` as one commit that touches nothing else; return its sha.
 
     Without `branch` (or with the checked-out one) the folder's working-tree files are
-    committed on HEAD. With another `branch`, `files` (relative to `path`) become the
-    folder's content in a commit on that branch, created from HEAD if it does not exist.
+    committed on HEAD. With another `branch`, `files` (relative to `path`) replace the
+    folder's files (its dotfiles stay) in a commit on that branch, created from HEAD if
+    it does not exist.
     """
     root, relative = relative_to_root(path)
     if branch is None or branch == current_branch(path):
@@ -99,18 +104,11 @@ def commit_folder(
     with tempfile.TemporaryDirectory() as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
         _git("read-tree", parent, cwd=root, env=env)
-        _git(
-            "rm",
-            "-r",
-            "--cached",
-            "--force",
-            "--quiet",
-            "--ignore-unmatch",
-            "--",
-            relative,
-            cwd=root,
-            env=env,
-        )
+        # Replace the harness's own files; dotfiles (.gitignore, .gitkeep) are not the harness's to drop.
+        tracked = _git("ls-files", "-z", "--", relative, cwd=root, env=env).split("\0")
+        owned = [name for name in tracked if name and not _is_hidden(name[len(relative) + 1 :])]
+        if owned:
+            _git("rm", "--cached", "--force", "--quiet", "--", *owned, cwd=root, env=env)
         for name, text in sorted(files.items()):
             blob = _git("hash-object", "-w", "--stdin", cwd=root, stdin=text.encode()).strip()
             _git(
@@ -120,6 +118,10 @@ def commit_folder(
     commit = _git("commit-tree", tree, "-p", parent, "-m", message, cwd=root).strip()
     _git("update-ref", ref, commit, expected, cwd=root)
     return commit
+
+
+def _is_hidden(relative_name: str) -> bool:
+    return any(part.startswith(".") or part == "__pycache__" for part in relative_name.split("/"))
 
 
 def log_of(path: Path, *, limit: int = 100, grep: str | None = None) -> list[tuple[str, str, str]]:
@@ -137,16 +139,19 @@ def log_of(path: Path, *, limit: int = 100, grep: str | None = None) -> list[tup
     return entries
 
 
-def find_commit(path: Path, text: str, *, ref: str = "HEAD", depth: int = 50) -> str | None:
-    """The newest of the last `depth` commits on `ref` touching `path` whose message holds `text`."""
+def find_commit(path: Path, texts: list[str], *, ref: str = "HEAD", depth: int = 50) -> str | None:
+    """The newest of the last `depth` commits on `ref` touching `path` whose message holds every one
+    of `texts`."""
     root, relative = relative_to_root(path)
+    greps = [f"--grep={text}" for text in texts]
     try:
         found = _git(
             "log",
             ref,
             f"-n{depth}",
             "--fixed-strings",
-            f"--grep={text}",
+            "--all-match",
+            *greps,
             "--format=%H",
             "--",
             relative,

@@ -7,6 +7,7 @@ episodes it already ran in the store instead of running them again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import time
@@ -25,7 +26,7 @@ from evals import (
     now_text,
 )
 from harnesses import Harness, HarnessError, load_harness
-from harnesses.models import Model, ResponseCache, check_credentials, get_model, resolve_model
+from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
 
 from . import _git as git
 from ._config import (
@@ -108,6 +109,7 @@ class Optimization:
         run_id: str,
         proposers: list[Any] | None = None,
         model: Model | None = None,
+        start_hash: str | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -115,7 +117,13 @@ class Optimization:
         self.on_event = on_event
         self.id = run_id
         self.harness_path = config.harness
-        self.start = load_harness(config.harness)
+        on_disk = load_harness(config.harness)
+        # Resumed after an accept, the folder holds the accepted variant: the start is the snapshot.
+        if start_hash is not None and start_hash != on_disk.hash:
+            files = store.harness_files(start_hash)
+            self.start = Harness.from_files(files, source=str(config.harness), world=on_disk.world)
+        else:
+            self.start = on_disk
         self.world = self.start.world
         self.suite = load_suite(config.suite or Path("evals") / self.world.name)
         if self.suite.world.name != self.world.name:
@@ -361,7 +369,7 @@ class Optimization:
         proposal = None
         first = iteration % len(self.proposers)
         for proposer in self.proposers[first:] + self.proposers[:first]:
-            proposal = await proposer.propose(context)
+            proposal = await self._propose(proposer, context)
             if proposal is not None:
                 break
         if proposal is None:
@@ -389,10 +397,10 @@ class Optimization:
             self.records.save_step(
                 self.id, iteration, **step, verdict="invalid", decision=json.dumps({"error": str(error)})
             )
-            return self._rejected("invalid", error=str(error))
+            return self._rejected("invalid")
         self.store.save_harness(candidate.hash, candidate.name, candidate.files())
         self.records.save_step(self.id, iteration, **step, candidate_hash=candidate.hash)
-        if candidate.hash == incumbent.hash:
+        if candidate.hash == incumbent.hash or self._decided_before(candidate.hash, iteration):
             self.records.save_step(self.id, iteration, verdict="none")
             return "none", None, None
 
@@ -417,10 +425,34 @@ class Optimization:
         self.status.accepted += 1
         return "accept", candidate, candidate_gate
 
-    def _rejected(self, verdict: str, **_: Any) -> tuple[str, None, None]:
+    async def _propose(self, proposer: Any, context: ProposalContext) -> Proposal | None:
+        """One proposer's candidate; its model spend counts toward the budgets, its outage pauses."""
+        usage = getattr(proposer, "usage", None)
+        before = usage.model_copy() if usage is not None else None
+        try:
+            return await proposer.propose(context)
+        except ModelError as error:
+            raise OptimizerPaused(
+                f"the proposer model stopped answering ({error}); the run is saved, resume it with "
+                f"`optimize run {self.harness_path} --resume {self.id}`"
+            ) from None
+        finally:
+            if usage is not None and before is not None:
+                self.status.model_calls += usage.calls - before.calls
+                self.status.tokens += usage.tokens - before.tokens
+                self.status.cost_usd += usage.cost_usd - before.cost_usd
+
+    def _rejected(self, verdict: str) -> tuple[str, None, None]:
         self.status.rejected += 1
         self._emit("decision", stage=verdict)
         return verdict, None, None
+
+    def _decided_before(self, candidate_hash: str, iteration: int) -> bool:
+        """Whether an earlier proposal of this run already tried exactly these files."""
+        return any(
+            row["candidate_hash"] == candidate_hash and row["iteration"] < iteration and row["verdict"]
+            for row in self.records.steps(self.id)
+        )
 
     async def _screen(
         self, candidate: Harness, incumbent: Harness, parent_train: BatchResult, rng: random.Random
@@ -434,7 +466,8 @@ class Optimization:
         tasks = rng.sample(failing, min(len(failing), max(1, size - 2)))
         tasks += rng.sample(passing, min(len(passing), size - len(tasks)))
         self._emit("screen", stage=f"screening on {len(tasks)} train tasks")
-        result = await self._evaluate(candidate, "screen", tasks=tasks, k=1)
+        sample = hashlib.sha256(",".join(sorted(tasks)).encode()).hexdigest()[:8]
+        result = await self._evaluate(candidate, f"screen{sample}", tasks=tasks, k=1)
         before = {task: scores for task, scores in incumbent_train.scores().items() if task in tasks}
         after = result.scores()
         incumbent_mean, candidate_mean = _mean(before) or 0.0, _mean(after) or 0.0
@@ -458,8 +491,8 @@ class Optimization:
         if not self.config.commit:
             candidate.write(path)
         else:
-            trailer = f"Atoll-Harness: {candidate.hash}"
-            sha = git.find_commit(path, trailer, ref=branch or "HEAD")
+            trailers = [f"Atoll-Run: {self.id}", f"Atoll-Harness: {candidate.hash}"]
+            sha = git.find_commit(path, trailers, ref=branch or "HEAD")
             if sha is None:
                 message = commit_message(
                     proposal, decision, self.id, iteration, self.config.k, candidate.hash
@@ -582,7 +615,8 @@ async def optimize(
     else:
         run_id = new_optimization_id()
         _check_clean(config)
-    optimization = Optimization(config, store, on_event, run_id, proposers, model)
+    start_hash = row["start_hash"] if resume is not None else None
+    optimization = Optimization(config, store, on_event, run_id, proposers, model, start_hash)
     if resume is None:
         records.create(
             run_id,
@@ -599,7 +633,10 @@ async def optimize(
         records.finish(run_id, "paused", str(pause), None)
         optimization._emit("paused", stage="paused", message=str(pause))
         raise
-    except BaseException:
+    except Exception as error:
+        records.finish(run_id, "failed", f"{type(error).__name__}: {error}", None)
+        raise
+    except BaseException:  # Ctrl-C, cancellation: resumable
         records.finish(run_id, "interrupted", "interrupted", None)
         raise
     records.finish(run_id, "finished", result.stop_reason, result)
