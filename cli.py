@@ -38,6 +38,25 @@ def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
+def run_errors() -> tuple[type[Exception], ...]:
+    """What can stop an evaluation that a person must fix, each shown as one line (imported lazily)."""
+    from evals import BatchError, GraderError, ReferenceFailed, StoreError, SuiteError
+    from harnesses import HarnessError
+    from harnesses.models import ModelError
+    from worlds import WorldError
+
+    return (
+        SuiteError,
+        BatchError,
+        StoreError,
+        GraderError,
+        ReferenceFailed,
+        HarnessError,
+        ModelError,
+        WorldError,
+    )
+
+
 def _print_json(payload: Any) -> None:
     typer.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
 
@@ -289,20 +308,13 @@ def eval_(
     Example: `optimize eval harnesses/support_agent --split val -k 3`
     """
     from evals import (
-        BatchError,
-        GraderError,
-        ReferenceFailed,
         RunStore,
-        StoreError,
-        SuiteError,
         evaluate,
         progress_bar,
         render_result,
     )
     from evals import resume as resume_run
-    from harnesses import HarnessError, load_harness
-    from harnesses.models import ModelError
-    from worlds import WorldError
+    from harnesses import load_harness
 
     if harness is None and resume is None:
         fail("name a harness folder (e.g. harnesses/support_agent) or --resume RUN")
@@ -322,16 +334,7 @@ def eval_(
                     store=store,
                     on_progress=on_progress,
                 )
-    except (
-        SuiteError,
-        BatchError,
-        StoreError,
-        GraderError,
-        ReferenceFailed,
-        HarnessError,
-        ModelError,
-        WorldError,
-    ) as error:
+    except run_errors() as error:
         fail(str(error), code=1)
     except KeyboardInterrupt:
         fail("interrupted; finish the run with `optimize eval --resume latest`", code=130)
@@ -442,9 +445,6 @@ def run(
 
     from rich.live import Live
 
-    from evals import SuiteError
-    from harnesses import HarnessError
-    from harnesses.models import ModelError
     from optimizer import (
         AcceptanceRule,
         GitError,
@@ -457,7 +457,6 @@ def run(
         render_result,
         render_status,
     )
-    from worlds import WorldError
 
     try:
         config = OptimizeConfig(
@@ -502,7 +501,7 @@ def run(
             result = asyncio.run(optimize(config, resume=resume, on_event=on_event))
         except OptimizerPaused as pause:
             fail(f"paused: {pause}", code=3)
-        except (OptimizerError, HarnessError, ModelError, WorldError, SuiteError, GitError) as error:
+        except (OptimizerError, GitError, *run_errors()) as error:
             fail(str(error))
         except KeyboardInterrupt:
             fail("interrupted; the run is saved: resume it with `optimize run ... --resume latest`", code=130)
@@ -597,11 +596,13 @@ def gate(
             write_json(report, json_out)
         if save_baseline:
             store_baseline(report, save_baseline)
+        append_step_summary(report)
     except GateError as error:
         fail(str(error), code=error.exit_code)
+    except OSError as error:
+        fail(f"cannot write {error.filename}: {error.strerror}")
     except KeyboardInterrupt:
         fail("interrupted", code=130)
-    append_step_summary(report)
     raise typer.Exit(report.exit_code)
 
 

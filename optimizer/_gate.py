@@ -21,6 +21,7 @@ from evals import (
     BatchProgress,
     BatchResult,
     GraderError,
+    ReferenceFailed,
     RunStore,
     StoreError,
     Suite,
@@ -272,7 +273,7 @@ class _Gate:
                 f"{path}: recorded on the {baseline.split} split, the gate runs {self.config.split}; "
                 f"pass --split {baseline.split} or save a new baseline"
             )
-        if baseline.side.seeds != seeds:
+        if {t: sorted(v) for t, v in baseline.side.seeds.items()} != {t: sorted(v) for t, v in seeds.items()}:
             missing = sorted(baseline.side.seeds.keys() ^ seeds.keys())
             detail = (
                 f"tasks in one but not the other: {', '.join(missing[:6])}" if missing else "seeds differ"
@@ -301,7 +302,7 @@ class _Gate:
                 kind="gate",
                 on_progress=(lambda progress: on_progress(side, progress)) if on_progress else None,
             )
-        except GraderError as error:
+        except (GraderError, ReferenceFailed) as error:
             raise GateError(f"the {side} evaluation failed: {error}", exit_code=3) from None
         except _SETUP_ERRORS as error:
             raise GateError(f"the {side} evaluation could not run: {error}") from None

@@ -137,7 +137,12 @@ def load_graders(path: Path, shown: str | None = None) -> dict[str, PythonGrader
     try:
         spec.loader.exec_module(module)
     except GraderDefinitionError as error:
+        sys.modules.pop(module_name, None)
         raise GraderDefinitionError(f"{shown}: {error}") from None
+    except Exception as error:  # a syntax or import error in the suite's own code
+        sys.modules.pop(module_name, None)
+        line = f" line {error.lineno}" if isinstance(error, SyntaxError) else ""
+        raise GraderDefinitionError(f"{shown}{line}: {type(error).__name__}: {error}") from None
     found: dict[str, PythonGrader] = {}
     for value in vars(module).values():
         if isinstance(value, PythonGrader):
