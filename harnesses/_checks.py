@@ -185,6 +185,13 @@ def load_tools(
             )
             continue
         if isinstance(entries, list):
+            if not all(isinstance(entry, str) for entry in entries):
+                problems.add(
+                    TOOLS_FILE,
+                    agent,
+                    "a list holds tool names only; to override a tool, make the entry a mapping name -> override",
+                )
+                continue
             entries = dict.fromkeys(entries)
         if not isinstance(entries, dict):
             problems.add(

@@ -70,11 +70,13 @@ def check_relative(name: str) -> PurePosixPath:
 
 
 def write_tree(files: Mapping[str, str], path: Path) -> None:
-    """Replace the folder `path` by exactly `files`, all at once.
+    """Replace the harness files in folder `path` by exactly `files`.
 
-    The new folder is written completely beside the old one and then renamed into place, so a
-    reader (or a crash) never sees a half-written harness: it sees the old files or the new
-    ones. Dotfiles in the old folder (`.gitignore`) are carried over.
+    The new folder is written completely beside the old one and renamed into place, so a crash
+    leaves the old harness or the new one, never a mix (at worst the old one under a
+    `.<name>.old-*` name beside it). Entries that are not harness files — dotfiles and hidden
+    folders at any depth (`.gitignore`, `.git`, `demos/.gitkeep`), `__pycache__` — are moved
+    over unchanged.
     """
     path = Path(path)
     parent = path.parent
@@ -82,6 +84,7 @@ def write_tree(files: Mapping[str, str], path: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.new-", dir=parent))
     # mkdtemp makes a private (0700) folder; the harness keeps the old folder's mode, or a usual one.
     os.chmod(staging, path.stat().st_mode & 0o7777 if path.exists() else 0o755)
+    moved: list[PurePosixPath] = []
     try:
         for name, text in files.items():
             target = staging / check_relative(name)
@@ -90,16 +93,32 @@ def write_tree(files: Mapping[str, str], path: Path) -> None:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
-        if path.exists():
-            for dotfile in path.glob(".*"):
-                if dotfile.is_file():
-                    shutil.copy2(dotfile, staging / dotfile.name)
-            retired = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
-            os.rename(path, retired / path.name)
+        if not path.exists():
             os.rename(staging, path)
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            os.rename(staging, path)
+            return
+        for relative in _hidden_entries(path):
+            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+            os.rename(path / relative, staging / relative)
+            moved.append(relative)
+        retired = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
+        os.rename(path, retired / path.name)
+        os.rename(staging, path)
+        moved.clear()
+        shutil.rmtree(retired, ignore_errors=True)
     finally:
+        for relative in moved:  # failed before the swap: hidden entries go back where they were
+            os.rename(staging / relative, path / relative)
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _hidden_entries(path: Path) -> list[PurePosixPath]:
+    """Dotfiles, hidden folders and __pycache__ under `path`, outermost only (not descended into)."""
+    found = []
+    for folder, folders, names in os.walk(path):
+        here = PurePosixPath(Path(folder).relative_to(path).as_posix())
+        for name in [*folders, *names]:
+            if name.startswith(".") or name == "__pycache__":
+                found.append(here / name if str(here) != "." else PurePosixPath(name))
+        folders[:] = [f for f in folders if not (f.startswith(".") or f == "__pycache__")]
+    return found

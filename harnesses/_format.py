@@ -56,7 +56,8 @@ class ParamsOverride(_Strict):
     timeout_s: float | None = Field(None, gt=0)
 
     def over(self, base: ModelParams) -> ModelParams:
-        return base.model_copy(update=self.model_dump(exclude_unset=True))
+        # `null` in YAML means "not set here", never "no timeout" or "no temperature".
+        return ModelParams.model_validate({**base.model_dump(), **self.model_dump(exclude_none=True)})
 
 
 class Limits(_Strict):

@@ -43,6 +43,7 @@ from ._protocols import (
     TextProtocol,
     Turn,
     UserTurn,
+    error_json,
 )
 from ._tools import ToolSpec, tool_specs
 from ._user import ScriptedUser, UserSide
@@ -265,10 +266,13 @@ class _Run:
             turns.append(AssistantTurn(text=parsed.thought, calls=parsed.calls))
             stopped = None
             for call in parsed.calls:
+                if stopped is not None:  # a stop tool ended the run: later calls of the reply never run
+                    turns.append(ResultTurn(call.id, call.name, error_json("not_run", "the run had ended")))
+                    continue
                 content, stops = await self._call(agent, call, cost)
                 cost = {}
                 turns.append(ResultTurn(call.id, call.name, content))
-                if stops and stopped is None:
+                if stops:
                     stopped = content
             if stopped is not None:
                 if delegation is not None:

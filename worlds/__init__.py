@@ -6,7 +6,7 @@ a world.
 
 from ._clock import Clock
 from ._diff import Diff, RowChange, RowUpdate, TableDiff
-from ._errors import ToolError, UnknownFixture, UnknownTool, UnknownWorld, WorldDefinitionError, WorldError
+from ._errors import InstanceClosed, ToolError, UnknownFixture, UnknownWorld, WorldDefinitionError, WorldError
 from ._fixture import FixtureContext, FixtureData, FixtureSpec, cache_dir
 from ._instance import CallRecord, Instance, ToolFailure, ToolResult
 from ._schema import Column, TableInfo
@@ -23,6 +23,7 @@ __all__ = [
     "FixtureSpec",
     "Include",
     "Instance",
+    "InstanceClosed",
     "RowChange",
     "RowUpdate",
     "TableDiff",
@@ -33,7 +34,6 @@ __all__ = [
     "ToolFailure",
     "ToolResult",
     "UnknownFixture",
-    "UnknownTool",
     "UnknownWorld",
     "World",
     "WorldDefinitionError",

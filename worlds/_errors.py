@@ -36,5 +36,5 @@ class UnknownFixture(WorldError):
     """The world has no fixture with that name."""
 
 
-class UnknownTool(WorldError):
-    """The world has no tool with that name."""
+class InstanceClosed(WorldError):
+    """The instance was closed (its connection went back to the pool): open a new one."""

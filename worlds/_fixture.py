@@ -145,20 +145,20 @@ def load_cached(directory: Path, stem: str) -> FixtureData | None:
     try:
         meta = json.loads(meta_path.read_text())
         parts = {part: (directory / file).read_bytes() for part, file in meta["files"].items()}
-    except (OSError, ValueError, KeyError):
+        if content_sha256(parts) != meta["sha256"]:
+            return None
+        return FixtureData(
+            world=meta["world"],
+            name=meta["fixture"],
+            epoch=parse_timestamp(meta["epoch"]),
+            parts=parts,
+            sha256=meta["sha256"],
+            schema_hash=meta["schema_hash"],
+            row_counts=meta["row_counts"],
+            built_seconds=meta["built_seconds"],
+        )
+    except (OSError, ValueError, KeyError, TypeError):  # a damaged record: rebuild
         return None
-    if content_sha256(parts) != meta["sha256"]:
-        return None
-    return FixtureData(
-        world=meta["world"],
-        name=meta["fixture"],
-        epoch=parse_timestamp(meta["epoch"]),
-        parts=parts,
-        sha256=meta["sha256"],
-        schema_hash=meta["schema_hash"],
-        row_counts=meta["row_counts"],
-        built_seconds=meta["built_seconds"],
-    )
 
 
 def store_cached(directory: Path, stem: str, data: FixtureData, key: str) -> None:

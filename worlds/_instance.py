@@ -24,7 +24,7 @@ from pydantic_core import to_jsonable_python
 
 from ._clock import TIMESTAMP_FORMAT, Clock
 from ._diff import Diff, Row, RowChange, RowUpdate, TableDiff, changed_columns, sort_key
-from ._errors import ToolError
+from ._errors import InstanceClosed, ToolError
 from ._fixture import FixtureData
 from ._pool import ConnectionPool, open_copy
 from ._schema import CHANGE_TABLE, TableInfo, select_row_sql
@@ -132,10 +132,17 @@ class Instance:
         self.close()
 
     def close(self) -> None:
-        """Give the connection back, rolled back to the fixture; the instance is unusable after."""
+        """Give the connection back, rolled back to the fixture. Calls and queries are refused after;
+        `diff()` and `log` stay readable."""
         if self._pooled is not None:
+            self._pooled.clock.now = _closed_clock  # an idle pooled connection must not pin this instance
             self._pool.release(self._pooled, reusable=self._reusable)
             self._pooled = None
+
+    def _live(self) -> sqlite3.Connection:
+        if self._pooled is None:
+            raise InstanceClosed(f"this instance of {self.world.name}/{self.fixture.name} is closed")
+        return self._connection
 
     # -- what the agent uses -------------------------------------------------------------------
 
@@ -150,6 +157,7 @@ class Instance:
 
     def call(self, name: str, /, **arguments: Any) -> ToolResult:
         """Run one tool atomically; failures come back as a ToolResult, never raise."""
+        self._live()
         started = time.perf_counter()
         at = self.now().strftime(TIMESTAMP_FORMAT)
         changes: list[RowChange] = []
@@ -279,7 +287,7 @@ class Instance:
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[Row]:
         """Run a read-only query on the instance (writes are refused by SQLite)."""
-        connection = self._connection
+        connection = self._live()
         connection.execute("PRAGMA query_only = ON")
         try:
             return connection.execute(sql, params).fetchall()
@@ -326,6 +334,10 @@ def _row_change(
         if new:
             return RowChange(table=label, op="update", key=key_columns, before=old, after=new)
     return None
+
+
+def _closed_clock() -> datetime:
+    return datetime.now()
 
 
 class _TransactionEnded(Exception):

@@ -123,6 +123,10 @@ def make_tool(function: Callable[..., Any], *, writes: bool, name: str | None = 
         raise WorldDefinitionError(f"{where}: the first parameter must be `ctx: ToolContext`")
     fields: dict[str, Any] = {}
     for parameter in parameters[1:]:
+        if parameter.kind == parameter.POSITIONAL_ONLY:
+            raise WorldDefinitionError(
+                f"{where}: parameter {parameter.name!r} is positional-only; tools are called by keyword"
+            )
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise WorldDefinitionError(
                 f"{where}: parameter {parameter.name!r}: *args and **kwargs are not allowed"

@@ -272,10 +272,11 @@ class World:
         try:
             spec.builder(FixtureContext(connection, random.Random(spec.seed), spec.epoch))
             connection.commit()
-        except sqlite3.Error as error:
+        except Exception as error:  # the author's bug: name the world and fixture, keep the traceback
+            connection.close()
             raise WorldDefinitionError(
-                f"world {self.name!r} fixture {spec.name!r}: the builder failed: {error}"
-            ) from None
+                f"world {self.name!r} fixture {spec.name!r}: the builder failed: {type(error).__name__}: {error}"
+            ) from error
         install_capture(connection, tables)
         for include in self._includes:
             connection.execute(f"DELETE FROM {include.prefix}._atoll_changes")

@@ -101,7 +101,10 @@ class LiteLLMModel:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise ModelUnavailable(f"{self.name} unavailable{tries}: {_reason(exc)}") from exc
                 raise ModelRequestError(f"{self.name} refused the request: {_reason(exc)}") from exc
-        response = self._response(litellm, raw, request, time.monotonic() - started)
+        try:
+            response = self._response(litellm, raw, request, time.monotonic() - started)
+        except (IndexError, KeyError, AttributeError, TypeError, ValueError) as exc:  # an odd provider reply
+            raise ModelRequestError(f"{self.name} returned a response Atoll cannot read: {exc!r}") from exc
         if self.cache is not None:
             self.cache.put(key, self.name, request, response)
         return response

@@ -279,3 +279,21 @@ def test_only_packages_with_a_world_are_listed_as_worlds():
     from worlds import list_worlds
 
     assert list_worlds() == ["helpdesk"]
+
+
+def test_a_closed_instance_refuses_calls_and_cannot_leak_writes_into_the_next():
+    from worlds import InstanceClosed
+
+    first = shop.instance("tiny")
+    first.call("set_status", order_id=1, status="shipped")
+    first.close()
+    with pytest.raises(InstanceClosed):
+        first.call("set_status", order_id=2, status="void")
+    with pytest.raises(InstanceClosed):
+        first.query("SELECT 1")
+    assert first.diff().summary() == {"orders": {"inserted": 0, "updated": 1, "deleted": 0}}
+    with shop.instance("tiny") as second:
+        assert second.query("SELECT status FROM orders WHERE id IN (1, 2) ORDER BY id") == [
+            {"status": "open"},
+            {"status": "open"},
+        ]

@@ -41,7 +41,17 @@ def check_bind(host: str, token: str | None) -> None:
 
 
 def _hostname(authority: str) -> str:
-    return urlsplit(f"//{authority}").hostname or ""
+    try:
+        return urlsplit(f"//{authority}").hostname or ""
+    except ValueError:  # a malformed Host header ("[::1"): no host at all, so refused
+        return ""
+
+
+def _netloc(url: str) -> str | None:
+    try:
+        return urlsplit(url).netloc
+    except ValueError:
+        return None
 
 
 class Guard:
@@ -117,7 +127,7 @@ class Guard:
                 "missing or wrong token: send `Authorization: Bearer TOKEN` (or ?token=TOKEN on a WebSocket)",
             )
         origin = headers.get("origin")
-        if origin and urlsplit(origin).netloc != host:  # "null" (sandboxed frames, files) is foreign too
+        if origin and _netloc(origin) != host:  # "null" (sandboxed frames, files) is foreign too
             return 403, f"origin {origin!r} is not this server's; the console must be opened from {host}"
         return None
 
