@@ -483,6 +483,8 @@ def run(
         )
     except ValueError as error:
         fail(str(error).replace("\n", " "))
+    if resume:
+        err.print(f"resuming {resume} with the settings it was started with; other options are ignored")
     if err.is_terminal:
         live: Any = Live(console=err, refresh_per_second=4, transient=False)
 

@@ -6,7 +6,7 @@ command can read, and resuming the run skips the (task, seed) pairs already stor
 
 Tables: `runs`, `harness_snapshots` (the files of every harness version evaluated, by content
 hash), `episodes`, `store_meta`. Other parts of Atoll add their own tables with `ensure_table`
-(the optimizer's `variants` and `decisions`); the model layer's response cache may share the
+(the optimizer's `optimizations` and `proposals`); the model layer's response cache may share the
 file (`response_cache()`), in its own `model_calls` table.
 """
 
@@ -229,7 +229,7 @@ class RunStore:
         pk: str | tuple[str, ...],
         foreign_keys: Iterable[tuple[str, str, str]] = (),
     ) -> sqlite_utils.db.Table:
-        """Create a table for another part of Atoll (the optimizer's variants, decisions), or add the
+        """Create a table for another part of Atoll (the optimizer's optimizations and proposals), or add the
         columns it lacks; returns the sqlite-utils Table. Store JSON in `str` columns."""
         if name in RESERVED_TABLES:
             raise StoreError(f"table {name!r} belongs to the runs store itself; choose another name")

@@ -58,6 +58,10 @@ def bad_name(name: str) -> str | None:
     relative = PurePosixPath(name)
     if relative.is_absolute() or ".." in relative.parts or not relative.parts or "\\" in name:
         return "a harness file name must be a relative path inside the harness folder"
+    if str(relative) != name:
+        return f"write it as {str(relative)!r} (one form per file, or two names could hold one file)"
+    if _ignored(relative):
+        return "hidden files and __pycache__ are not harness files (they are left out of its hash)"
     return None
 
 

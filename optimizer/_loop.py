@@ -181,7 +181,7 @@ class Optimization:
             self.on_event(OptimizerEvent(kind=kind, status=self.status.model_copy(), decision=decision))
 
     def _on_progress(self, progress: BatchProgress) -> None:
-        if progress.kind == "episode" and progress.last is not None and progress.done > progress.resumed:
+        if progress.kind == "episode" and progress.last is not None:
             usage = progress.last.episode.usage
             self.status.episodes += 1
             self.status.model_calls += usage.model_calls

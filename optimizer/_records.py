@@ -72,7 +72,7 @@ class Records:
                     "id": run_id,
                     "harness": harness,
                     "harness_path": str(config.harness),
-                    "suite": str(config.suite),
+                    "suite": str(config.suite) if config.suite else None,
                     "model": model,
                     "config": config.model_dump_json(),
                     "status": "running",

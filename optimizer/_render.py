@@ -72,7 +72,15 @@ def render_result(result: OptimizeResult, *, show_patch: bool = True) -> Rendera
     """The closing summary: the verdict in one line, the trajectory, every decision, the final diff."""
     improved = result.final_hash != result.start_hash
     headline = (
-        Text(f"Improved: {len(result.accepted)} variant(s) accepted and committed.", style="bold green")
+        Text(
+            f"Improved: {len(result.accepted)} variant(s) accepted"
+            + (
+                " and committed."
+                if all(s.commit != "uncommitted" for s in result.accepted)
+                else " (files written, not committed)."
+            ),
+            style="bold green",
+        )
         if improved
         else Text(
             "No variant beat the incumbent with confidence; the harness is unchanged.", style="bold yellow"
