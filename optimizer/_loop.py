@@ -279,7 +279,9 @@ class Optimization:
         test_s = time.monotonic() - began
         longest_step_s = 0.0
         pool: list[tuple[Harness, BatchResult]] = []
-        rejections_in_a_row = 0
+        decided = [rows[i]["verdict"] for i in sorted(rows) if rows[i]["verdict"] is not None]
+        accepted_at = max((i for i, verdict in enumerate(decided) if verdict == "accept"), default=-1)
+        rejections_in_a_row = len(decided) - accepted_at - 1  # patience carries over a resume
         stop_reason = "proposal budget spent"
         self.status.accepted = sum(1 for r in rows.values() if r["verdict"] == "accept")
         self.status.rejected = sum(1 for r in rows.values() if r["verdict"] not in ("accept", None))
