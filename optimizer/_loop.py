@@ -191,8 +191,9 @@ class Optimization:
 
     # -- evaluation -----------------------------------------------------------------------------
 
-    async def _evaluate(self, harness: Harness, role: str, **selection: Any) -> BatchResult:
-        run_id = f"{self.id}-{role}-{harness.hash[:12]}"
+    async def _evaluate(self, harness: Harness, role: str, *, key: str = "", **selection: Any) -> BatchResult:
+        """Evaluate `harness` once per (role, key): the run id makes a resumed run find its episodes."""
+        run_id = f"{self.id}-{role}{key}-{harness.hash[:12]}"
         if run_id in self.evaluations:
             return self.evaluations[run_id]
         self._emit("evaluate", stage=f"{role}: {harness.hash[:8]}", batch_done=0, batch_total=0)
@@ -469,7 +470,7 @@ class Optimization:
         tasks += rng.sample(passing, min(len(passing), size - len(tasks)))
         self._emit("screen", stage=f"screening on {len(tasks)} train tasks")
         sample = hashlib.sha256(",".join(sorted(tasks)).encode()).hexdigest()[:8]
-        result = await self._evaluate(candidate, f"screen{sample}", tasks=tasks, k=1)
+        result = await self._evaluate(candidate, "screen", key=sample, tasks=tasks, k=1)
         before = {task: scores for task, scores in incumbent_train.scores().items() if task in tasks}
         after = result.scores()
         incumbent_mean, candidate_mean = _mean(before) or 0.0, _mean(after) or 0.0
