@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from harnesses import Episode, Event
 from harnesses.models import ResponseCache
-from worlds import CallRecord
+from worlds import TIMESTAMP_FORMAT, CallRecord
 
 from .graders._verdict import Grade
 from .metrics import EpisodeOutcome, Metrics
@@ -48,7 +48,7 @@ class StoreError(Exception):
 
 
 def now_text() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.now(UTC).strftime(TIMESTAMP_FORMAT)
 
 
 def new_run_id(kind: str = "eval") -> str:

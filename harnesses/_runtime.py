@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from worlds import Instance, ToolFailure, ToolResult
+from worlds import TIMESTAMP_FORMAT, Instance, ToolFailure, ToolResult
 
 from ._episode import Episode, EpisodeUsage, Event, StopReason
 from ._format import Limits
@@ -130,7 +130,7 @@ class _Run:
         self.world_bug: str | None = None
         self.agents: dict[str, _Agent] = {}
         self.started = time.perf_counter()
-        self.now = instance.now().strftime("%Y-%m-%d %H:%M:%S")
+        self.now = instance.now().strftime(TIMESTAMP_FORMAT)
 
     async def episode(self, task_id: str | None) -> Episode:
         log_start = len(self.instance.log)
@@ -163,7 +163,7 @@ class _Run:
             world=self.instance.world.name,
             fixture=self.instance.fixture.name,
             seed=self.instance.seed,
-            clock=clock.mode + (f"@{clock.start:%Y-%m-%d %H:%M:%S}" if clock.start else ""),
+            clock=clock.mode + (f"@{clock.start.strftime(TIMESTAMP_FORMAT)}" if clock.start else ""),
             task_id=task_id,
             events=self.events,
             calls=self.instance.log[log_start:],

@@ -4,7 +4,7 @@ The public surface is exactly what `__all__` lists; see worlds/README.md for how
 a world.
 """
 
-from ._clock import Clock
+from ._clock import TIMESTAMP_FORMAT, Clock
 from ._diff import Diff, RowChange, RowUpdate, TableDiff
 from ._errors import InstanceClosed, ToolError, UnknownFixture, UnknownWorld, WorldDefinitionError, WorldError
 from ._fixture import FixtureContext, FixtureData, FixtureSpec, cache_dir
@@ -14,6 +14,7 @@ from ._tool import Tool, ToolContext
 from ._world import Include, World, get_world, list_worlds
 
 __all__ = [
+    "TIMESTAMP_FORMAT",
     "CallRecord",
     "Clock",
     "Column",

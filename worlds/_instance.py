@@ -27,7 +27,7 @@ from ._diff import Diff, Row, RowChange, RowUpdate, TableDiff, changed_columns, 
 from ._errors import InstanceClosed, ToolError
 from ._fixture import FixtureData
 from ._pool import ConnectionPool, open_copy
-from ._schema import CHANGE_TABLE, TableInfo, select_row_sql
+from ._schema import CHANGE_TABLE, TableInfo, qualified, select_row_sql
 from ._tool import Tool, ToolContext, describe_validation_error
 
 if TYPE_CHECKING:
@@ -271,16 +271,19 @@ class Instance:
             table = self._tables[label]
             table_diff = TableDiff()
             for key in sorted(by_table[label], key=lambda k: sort_key(dict(enumerate(k)))):
-                before, after = self._original[(label, key)], self._current[(label, key)]
-                if before is None and after is not None:
-                    table_diff.inserted.append(after)
-                elif before is not None and after is None:
-                    table_diff.deleted.append(before)
-                elif before is not None and after is not None:
-                    old, new = changed_columns(before, after)
-                    if new:
-                        key_columns = dict(zip(table.primary_key, key, strict=True))
-                        table_diff.updated.append(RowUpdate(key=key_columns, before=old, after=new))
+                change = _row_change(
+                    label, table, key, self._original[(label, key)], self._current[(label, key)]
+                )
+                if change is None:
+                    continue
+                if change.op == "insert":
+                    table_diff.inserted.append(change.after)
+                elif change.op == "delete":
+                    table_diff.deleted.append(change.before)
+                else:
+                    table_diff.updated.append(
+                        RowUpdate(key=change.key, before=change.before, after=change.after)
+                    )
             if table_diff.count:
                 tables[label] = table_diff
         return Diff(tables=tables)
@@ -300,14 +303,12 @@ class Instance:
         """The first rows of a table, for people looking inside an instance."""
         if table not in self._tables:
             raise KeyError(table)
-        schema, _, bare = table.rpartition(".")
-        return self.query(f'SELECT * FROM {schema or "main"}."{bare}" LIMIT ?', (limit,))
+        return self.query(f"SELECT * FROM {qualified(table)} LIMIT ?", (limit,))
 
     def row_counts(self) -> dict[str, int]:
         counts = {}
         for label in self._tables:
-            schema, _, bare = label.rpartition(".")
-            counts[label] = self.query(f'SELECT count(*) AS n FROM {schema or "main"}."{bare}"')[0]["n"]
+            counts[label] = self.query(f"SELECT count(*) AS n FROM {qualified(label)}")[0]["n"]
         return counts
 
 

@@ -99,6 +99,12 @@ def install_capture(connection: sqlite3.Connection, tables: list[TableInfo], sch
         connection.execute(statement)
 
 
+def qualified(label: str) -> str:
+    """The SQL name of a table as the diff labels it: `orders` -> main."orders", `hd.orders` -> "hd"."orders"."""
+    schema, _, bare = label.rpartition(".")
+    return f"{_quote(schema or 'main')}.{_quote(bare)}"
+
+
 def select_row_sql(table: TableInfo, schema: str = "main") -> str:
     """`SELECT * FROM table WHERE pk = ?` for one row by primary key."""
     where = " AND ".join(f"{_quote(c)} = ?" for c in table.primary_key)

@@ -32,7 +32,7 @@ from ._fixture import (
     store_cached,
 )
 from ._instance import Instance
-from ._schema import TableInfo, install_capture, read_tables
+from ._schema import TableInfo, install_capture, qualified, read_tables
 from ._sqltime import install_clock
 from ._tool import Tool, make_tool
 
@@ -283,10 +283,7 @@ class World:
         connection.commit()
         row_counts = {}
         for label in self.tables:
-            schema, _, bare = label.rpartition(".")
-            row_counts[label] = connection.execute(
-                f'SELECT count(*) FROM {schema or "main"}."{bare}"'
-            ).fetchone()[0]
+            row_counts[label] = connection.execute(f"SELECT count(*) FROM {qualified(label)}").fetchone()[0]
         connection.execute("VACUUM")
         parts = {"main": connection.serialize()}
         for include in self._includes:

@@ -16,7 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ._types import ModelRequest, ModelResponse, atoll_cache_dir
+from worlds import cache_dir
+
+from ._types import ModelRequest, ModelResponse
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS model_calls (
@@ -49,7 +51,7 @@ class ResponseCache:
     @classmethod
     def default(cls) -> ResponseCache:
         """The cache a run uses unless told otherwise: `$ATOLL_CACHE_DIR/model_calls.sqlite`."""
-        return cls(atoll_cache_dir() / "model_calls.sqlite")
+        return cls(cache_dir() / "model_calls.sqlite")
 
     @staticmethod
     def key(model: str, request: ModelRequest, options: Mapping[str, Any] | None = None) -> str:

