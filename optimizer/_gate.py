@@ -2,13 +2,17 @@
 
 Both sides play the same tasks on the same seeds with the same model, so every difference is the
 harness's; the suite is the working tree's for both, because the test must not move with the thing
-tested. `stats.gate` decides non-inferiority. A base that has already been measured can be given as
-a baseline file instead of a ref, so CI need not replay it on every pull request.
+tested. A change that also touches the suite could relax the very tasks its harness now fails, so
+then both sides are graded with the base's suite as well and the worse verdict stands, unless the
+suite change is accepted explicitly. `stats.gate` decides non-inferiority. A base that has already
+been measured can be given as a baseline file instead of a ref, so CI need not replay it on every
+pull request.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -35,13 +39,23 @@ from harnesses.models import Model, ModelError, ResponseCache, check_credentials
 from worlds import WorldError
 
 from . import _git as git
-from ._gate_result import Baseline, GateError, GateReport, GateSide, TaskRow, load_baseline
+from ._gate_result import (
+    Baseline,
+    GateError,
+    GateReport,
+    GateSide,
+    SuiteChange,
+    SuiteRun,
+    TaskRow,
+    load_baseline,
+)
 from .stats import TIE_TOLERANCE, GateRule, GateVerdict, PairedScores, gate
 
 DEFAULT_BRANCHES = ("main", "master", "origin/main", "origin/master")
 
 GateProgress = Callable[[str, BatchProgress], None]
-"""Called with the side ("base", "candidate" or "both") and the batch's progress."""
+"""Called with the side ("base", "candidate" or "both", with " (base's suite)" when graded with the base's
+suite) and the batch's progress."""
 
 
 class GateConfig(BaseModel):
@@ -66,6 +80,11 @@ class GateConfig(BaseModel):
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Sign test for losses: fail at p <= alpha.")
     max_error_rate: float = Field(0.2, ge=0.0, le=1.0, description="Above this on either side: exit 3.")
     concurrency: int = Field(8, ge=1)
+    accept_suite_changes: bool = Field(
+        False,
+        description="Let the working tree's suite alone decide when it differs from the base's; "
+        "by default both sides are graded with the base's suite too and the worse verdict stands.",
+    )
 
     @model_validator(mode="after")
     def _one_base(self) -> GateConfig:
@@ -134,10 +153,27 @@ def resolve_base(path: Path, ref: str | None) -> tuple[str, str]:
 def harness_files_at(path: Path, sha: str) -> dict[str, str]:
     """The harness folder's files at a commit, less those `load_harness` skips (dotfiles, __pycache__),
     so a `.gitkeep` does not show up as a difference from the working tree."""
+    return {name: text for name, text in git.files_at(path, sha).items() if not git._is_hidden(name)}
+
+
+def changed_files(folder: Path, base: Path | None) -> list[str]:
+    """The files of `folder` that differ from those of `base` (None: absent), each as `name (how)`."""
+    now, then = _folder_bytes(folder), _folder_bytes(base)
+    return [
+        f"{name} ({'added' if name not in then else 'removed' if name not in now else 'modified'})"
+        for name in sorted(now.keys() | then.keys())
+        if now.get(name) != then.get(name)
+    ]
+
+
+def _folder_bytes(folder: Path | None) -> dict[str, bytes]:
+    if folder is None:
+        return {}
+    files = (file for file in folder.rglob("*") if file.is_file())
     return {
-        name: text
-        for name, text in git.files_at(path, sha).items()
-        if not any(part.startswith(".") or part == "__pycache__" for part in name.split("/"))
+        name: file.read_bytes()
+        for file in files
+        if not git._is_hidden(name := file.relative_to(folder).as_posix())
     }
 
 
@@ -152,6 +188,19 @@ def _harness_at(path: Path, label: str, sha: str) -> Harness:
         return Harness.from_files(files, source=f"{path}@{sha[:10]}")
     except HarnessError as error:
         raise GateError(f"the base harness ({label}) does not load:\n{error}") from None
+
+
+def _checked_suite(path: Path, harness: Harness, config: GateConfig) -> Suite:
+    """The suite at `path`, refused when it tests another world or has no task in the gate's split."""
+    suite = load_suite(path)
+    if suite.world.name != harness.world.name:
+        raise GateError(
+            f"harness {harness.name!r} drives world {harness.world.name!r} but suite "
+            f"{suite.name!r} tests {suite.world.name!r}; pass --suite"
+        )
+    if not suite.select(split=config.split):
+        raise GateError(f"suite {suite.name!r} has no {config.split} tasks; choose another --split")
+    return suite
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -182,7 +231,7 @@ async def run_gate(
         model: a Model object for both sides (a ScriptedModel in tests) instead of resolving names;
             named models reuse the response cache, so a replayed base costs nothing.
         store: the runs store both evaluations are written to; default runs/atoll.sqlite.
-        on_progress: called with ("base" | "candidate" | "both", BatchProgress) during the batches.
+        on_progress: called with the side (see GateProgress) and its BatchProgress during the batches.
 
     Raises GateError (with its `exit_code`) when it cannot judge; a verdict of "error" is returned.
     """
@@ -206,56 +255,117 @@ class _Gate:
 
     async def run(self) -> GateReport:
         config = self.config
-        with _setup_errors():
-            candidate = load_harness(config.harness)
-            suite = load_suite(config.suite or Path("evals") / candidate.world.name)
-            if suite.world.name != candidate.world.name:
-                raise GateError(
-                    f"harness {candidate.name!r} drives world {candidate.world.name!r} but suite "
-                    f"{suite.name!r} tests {suite.world.name!r}; pass --suite"
+        with tempfile.TemporaryDirectory(prefix="atoll-gate-") as scratch:
+            with _setup_errors():
+                candidate = load_harness(config.harness)
+                suite = _checked_suite(
+                    config.suite or Path("evals") / candidate.world.name, candidate, config
                 )
-            seeds = {task.id: suite.seeds(task, k=config.k) for task in suite.select(split=config.split)}
-            if not seeds:
-                raise GateError(f"suite {suite.name!r} has no {config.split} tasks; choose another --split")
-            base_harness, baseline, sha = None, None, None
-            if config.baseline is not None:
-                base_label = str(config.baseline)
-                baseline = load_baseline(config.baseline)
-                self._check_baseline(baseline, suite, seeds)
-            else:
-                base_label, sha = resolve_base(config.harness, config.base)
-                base_harness = _harness_at(config.harness, base_label, sha)
-            for harness in (candidate, base_harness):
-                if harness is not None:
-                    self._model_for(harness)
+                seeds = {task.id: suite.seeds(task, k=config.k) for task in suite.select(split=config.split)}
+                base: Harness | GateSide
+                sha, base_suite = None, None
+                if config.baseline is not None:
+                    base_label = str(config.baseline)
+                    baseline = load_baseline(config.baseline)
+                    change = self._check_baseline(baseline, suite, seeds)
+                    base = baseline.side.model_copy(update={"label": f"baseline {base_label}"})
+                else:
+                    base_label, sha = resolve_base(config.harness, config.base)
+                    base = _harness_at(config.harness, base_label, sha)
+                    change, base_suite = self._base_suite(suite, candidate, base_label, sha, Path(scratch))
+                for harness in (candidate, base):
+                    if isinstance(harness, Harness):
+                        self._model_for(harness)
 
-        if base_harness is not None and base_harness.hash == candidate.hash:
-            self.notes.append("the base and the working tree hold the same harness files: evaluated once")
-            result = await self._evaluate(candidate, suite, "both")
-            base, tip = _side(result, base_label, sha), _side(result, "working tree", None)
-        else:
-            if baseline is not None:
-                base = baseline.side.model_copy(update={"label": f"baseline {base_label}"})
-            else:
-                base = _side(await self._evaluate(base_harness, suite, "base"), base_label, sha)
-            tip = _side(await self._evaluate(candidate, suite, "candidate"), "working tree", None)
-        if base.model != tip.model:
-            self.notes.append(f"the sides ran on different models: base {base.model}, candidate {tip.model}")
-
-        scores = PairedScores(incumbent=base.scores, candidate=tip.scores)
-        verdict = gate(scores, config.rule(suite.pass_threshold))
+            if isinstance(base, Harness) and base.hash == candidate.hash:
+                self.notes.append("the base and the working tree hold the same harness files: evaluated once")
+            judged = await self._judge(suite, candidate, base, base_label, sha, "")
+            if change is not None and base_suite is not None:
+                change.under_base_suite = await self._judge(
+                    base_suite, candidate, base, base_label, sha, " (base's suite)"
+                )
+        if judged.base.model != judged.candidate.model:
+            self.notes.append(
+                f"the sides ran on different models: base {judged.base.model}, "
+                f"candidate {judged.candidate.model}"
+            )
         return GateReport(
             harness=candidate.name,
             harness_path=str(config.harness),
+            suite=judged.suite,
+            suite_fingerprint=judged.suite_fingerprint,
+            split=config.split,
+            base=judged.base,
+            candidate=judged.candidate,
+            tasks=judged.tasks,
+            gate=judged.gate,
+            notes=self.notes,
+            suite_change=change,
+        )
+
+    async def _judge(
+        self,
+        suite: Suite,
+        candidate: Harness,
+        base: Harness | GateSide,
+        label: str,
+        sha: str | None,
+        tag: str,
+    ) -> SuiteRun:
+        """Both sides graded with `suite`, paired; a harness unchanged since the base is evaluated once."""
+        if isinstance(base, Harness) and base.hash == candidate.hash:
+            result = await self._evaluate(candidate, suite, "both" + tag)
+            base_side, tip = _side(result, label, sha), _side(result, "working tree", None)
+        else:
+            if isinstance(base, Harness):
+                base_side = _side(await self._evaluate(base, suite, "base" + tag), label, sha)
+            else:
+                base_side = base
+            tip = _side(await self._evaluate(candidate, suite, "candidate" + tag), "working tree", None)
+        verdict = gate(
+            PairedScores(incumbent=base_side.scores, candidate=tip.scores),
+            self.config.rule(suite.pass_threshold),
+        )
+        return SuiteRun(
             suite=suite.name,
             suite_fingerprint=suite.fingerprint,
-            split=config.split,
-            base=base,
+            base=base_side,
             candidate=tip,
             tasks=_rows(verdict, suite.pass_threshold),
             gate=verdict,
-            notes=self.notes,
         )
+
+    def _base_suite(
+        self, suite: Suite, candidate: Harness, label: str, sha: str, scratch: Path
+    ) -> tuple[SuiteChange | None, Suite | None]:
+        """How the suite differs from the base's, and the base's suite to grade both sides with too
+        (None when the suite is unchanged or its change accepted)."""
+        try:
+            copy = git.export_folder(suite.path, sha, scratch)
+        except git.GitError as error:
+            raise GateError(
+                f"{suite.path}: cannot read the suite as it was at {label}, to check whether the change "
+                f"touched it ({error}); keep the suite in the harness's repository"
+            ) from None
+        files = changed_files(suite.path, copy)
+        if not files:
+            return None, None
+        change = SuiteChange(files=files, accepted=self.config.accept_suite_changes)
+        if change.accepted:
+            return change, None
+        accept = "or pass --accept-suite-changes to let the working tree's suite alone decide"
+        if copy is None:
+            raise GateError(
+                f"the suite {suite.path} does not exist at {label}: no base suite to grade the change with; "
+                f"pass --base with a ref where it exists, {accept}"
+            )
+        try:
+            return change, _checked_suite(copy, candidate, self.config)
+        except (SuiteError, GateError) as error:
+            shown = str(error).replace(str(copy), f"{suite.path}@{sha[:10]}")
+            raise GateError(
+                f"the base's suite ({label}) cannot grade the change: {shown}; {accept}"
+            ) from None
 
     def _model_for(self, harness: Harness) -> Model:
         if self.model is not None:
@@ -266,7 +376,11 @@ class _Gate:
             self.models[name] = get_model(name, cache=ResponseCache.default())
         return self.models[name]
 
-    def _check_baseline(self, baseline: Baseline, suite: Suite, seeds: dict[str, list[int]]) -> None:
+    def _check_baseline(
+        self, baseline: Baseline, suite: Suite, seeds: dict[str, list[int]]
+    ) -> SuiteChange | None:
+        """Refuse a baseline measured on other tasks or seeds, or (unless accepted) with other suite files:
+        its scores cannot be graded again with this suite."""
         path = self.config.baseline
         if baseline.split != self.config.split:
             raise GateError(
@@ -282,11 +396,15 @@ class _Gate:
                 f"{path}: its tasks and seeds differ from the suite's {self.config.split} split "
                 f"({detail}); match -k to it or save a new baseline with --save-baseline"
             )
-        if baseline.suite_fingerprint != suite.fingerprint:
-            self.notes.append(
-                "the suite's files changed since the baseline was recorded: scores may move for that "
-                "reason alone"
+        if baseline.suite_fingerprint == suite.fingerprint:
+            return None
+        if not self.config.accept_suite_changes:
+            raise GateError(
+                f"{path}: recorded with other suite files than {suite.name!r} has now, so its scores cannot "
+                "judge this suite's; gate against --base REF (both suites then grade both sides), save a new "
+                "baseline, or pass --accept-suite-changes"
             )
+        return SuiteChange(files=[], accepted=True)
 
     async def _evaluate(self, harness: Harness, suite: Suite, side: str) -> BatchResult:
         on_progress = self.on_progress

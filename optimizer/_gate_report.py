@@ -55,6 +55,33 @@ def _all_pass(side: GateSide, report: GateReport) -> int:
     )
 
 
+def _suite_change(report: GateReport) -> str | None:
+    """Which suite files changed since the base and how the gate dealt with it: a relaxed suite must show."""
+    change = report.suite_change
+    if change is None:
+        return None
+    files = ", ".join(change.files) or "its files differ from the baseline's"
+    if change.accepted:
+        return f"suite changed since the base: {files}; accepted (--accept-suite-changes): it alone decides"
+    return f"suite changed since the base: {files}; both suites graded both sides, the worse verdict stands"
+
+
+def _by_suite(report: GateReport) -> list[tuple[str, str, str, str]]:
+    """(suite, verdict, mean score base → candidate, regressed tasks) for each suite that graded both sides."""
+    other = report.under_base_suite
+    if other is None:
+        return []
+    return [
+        (
+            f"{which} suite",
+            verdict.verdict,
+            f"{verdict.comparison.incumbent_mean:.3f} → {verdict.comparison.candidate_mean:.3f}",
+            ", ".join(verdict.regressed_tasks) or "none",
+        )
+        for which, verdict in (("working tree's", report.gate), ("base's", other.gate))
+    ]
+
+
 def _shape(report: GateReport) -> str:
     seeds = {row.seeds for row in report.tasks}
     per_task = str(seeds.pop()) if len(seeds) == 1 else "varying"
@@ -74,8 +101,12 @@ def render_gate(report: GateReport) -> RenderableType:
     sides.add_row("base", _side_line(report.base))
     sides.add_row("candidate", _side_line(report.candidate))
     sides.add_row("tasks", f"{report.suite}: {_shape(report)}")
+    change = _suite_change(report)
+    if change:
+        sides.add_row("suite", Text(change, style="yellow"))
 
-    figures = Table("", "base", "candidate", "change", title="Figures", title_justify="left")
+    scope = " (working tree's suite)" if report.under_base_suite else ""
+    figures = Table("", "base", "candidate", "change", title=f"Figures{scope}", title_justify="left")
     figures.add_row(
         "mean score", f"{c.incumbent_mean:.3f}", f"{c.candidate_mean:.3f}", f"{c.mean_delta:+.3f}"
     )
@@ -109,7 +140,7 @@ def render_gate(report: GateReport) -> RenderableType:
         ),
     )
 
-    tasks = Table("task", "base", "candidate", "Δ", "passes", title="Tasks", title_justify="left")
+    tasks = Table("task", "base", "candidate", "Δ", "passes", title=f"Tasks{scope}", title_justify="left")
     tasks.add_column("", no_wrap=True)
     for row in _ordered(report):
         tasks.add_row(
@@ -126,6 +157,13 @@ def render_gate(report: GateReport) -> RenderableType:
         figures,
         tasks,
     ]
+    if _by_suite(report):
+        suites = Table(
+            "suite", "verdict", "mean base → candidate", "regressed", title="By suite", title_justify="left"
+        )
+        for name, verdict, means, regressed in _by_suite(report):
+            suites.add_row(name, Text(verdict, style=HEADLINES[verdict][1]), means, regressed)
+        parts.append(suites)
     parts += [Text(f"✗ {reason}", style="red") for reason in report.reasons]
     parts += [Text(f"note: {note}", style="dim") for note in report.notes]
     return Group(*parts)
@@ -166,6 +204,7 @@ def markdown_summary(report: GateReport) -> str:
     icon = {"pass": "✅", "regression": "❌", "error": "⚠️"}[report.verdict]
     c, rule = report.gate.comparison, report.gate.rule
     n = len(report.tasks)
+    scope = ", with the working tree's suite" if report.under_base_suite else ""
     lines = [
         f"### {icon} Atoll gate: **{word}** · `{report.harness}`",
         "",
@@ -175,6 +214,21 @@ def markdown_summary(report: GateReport) -> str:
         f"Candidate: {_cell(_side_line(report.candidate))}  ",
         f"Suite `{report.suite}`: {_shape(report)}",
         "",
+    ]
+    change = _suite_change(report)
+    if change:
+        lines += [f"> **{_cell(change)}**", ""]
+    if _by_suite(report):
+        lines += [
+            "| suite | verdict | mean score (base → candidate) | regressed tasks |",
+            "|---|---|---:|---|",
+        ]
+        lines += [
+            f"| {name} | {verdict} | {means} | {_cell(regressed)} |"
+            for name, verdict, means, regressed in _by_suite(report)
+        ]
+        lines.append("")
+    lines += [
         "| | base | candidate | change |",
         "|---|---:|---:|---:|",
         f"| mean score | {c.incumbent_mean:.3f} | {c.candidate_mean:.3f} | {c.mean_delta:+.3f} |",
@@ -193,7 +247,7 @@ def markdown_summary(report: GateReport) -> str:
     changed = sum(row.status != "same" for row in report.tasks)
     lines += [
         "",
-        f"<details><summary>Per task ({changed} of {n} changed)</summary>",
+        f"<details><summary>Per task ({changed} of {n} changed{scope})</summary>",
         "",
         "| task | base | candidate | Δ | passes | status |",
         "|---|---:|---:|---:|---:|---|",

@@ -7,8 +7,10 @@ index and `commit-tree`, so the user's checkout, index and other files are never
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -18,6 +20,10 @@ class GitError(Exception):
 
 
 def _git(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes | None = None) -> str:
+    return _git_bytes(*args, cwd=cwd, env=env, stdin=stdin).decode(errors="replace")
+
+
+def _git_bytes(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes | None = None) -> bytes:
     if not cwd.is_dir():
         raise GitError(f"{cwd}: no such folder")
     completed = subprocess.run(
@@ -33,7 +39,7 @@ def _git(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes 
             errors="replace"
         )
         raise GitError(f"git {' '.join(args[:2])}: {message}")
-    return completed.stdout.decode(errors="replace")
+    return completed.stdout
 
 
 def repo_root(path: Path) -> Path:
@@ -77,6 +83,18 @@ def files_at(path: Path, ref: str) -> dict[str, str]:
     for name in filter(None, listing.split("\0")):
         files[name[len(relative) + 1 :]] = _git("show", f"{ref}:{name}", cwd=root)
     return files
+
+
+def export_folder(path: Path, ref: str, target: Path) -> Path | None:
+    """Copy the folder `path` as it was at `ref` into `target`, byte for byte; return where the copy is,
+    or None when the folder did not exist at `ref`. Reads the object store only: checkout and index stay."""
+    root, relative = relative_to_root(path)
+    if not _git("ls-tree", "--name-only", ref, "--", relative, cwd=root).strip():
+        return None
+    archive = _git_bytes("archive", "--format=tar", ref, "--", relative, cwd=root)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    return target / relative
 
 
 def commit_folder(

@@ -2,7 +2,8 @@
 
 The scripted agent adds the order note a task asks for only when its system prompt says ALWAYS ADD
 A NOTE; the committed harness says so, so deleting that line from the working tree is a sabotage
-the gate must catch, and a comment the model never sees is a change it must let through.
+the gate must catch, and a comment the model never sees is a change it must let through. Dropping
+the tasks' `inserted:` expectations in the same change (relaxing the suite) must not hide it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import pytest
 from notes_desk import MAGIC, PROMPT, agent, git, make_workspace, write
 from pydantic import ValidationError
 from rich.console import Console
+from typer.testing import CliRunner
 
+import optimizer
+from cli import app
 from evals import RunStore
 from harnesses.models import ModelUnavailable, ScriptedModel
 from optimizer._gate import GateConfig, run_gate
@@ -41,10 +45,16 @@ def sabotage(root: Path) -> None:
     (root / "h" / PROMPT).write_text("You keep notes on orders.\n")
 
 
+def relax(root: Path) -> None:
+    """Drop every task's `inserted:` expectation: the sabotaged agent then passes the working tree's suite."""
+    tasks = root / "s" / "tasks" / "notes.yaml"
+    tasks.write_text("".join(line for line in tasks.read_text().splitlines(True) if "inserted:" not in line))
+
+
 def run(root: Path, model=None, harness: str = "h", on_progress=None, **options) -> GateReport:
     store = RunStore(root / "runs.sqlite")
     try:
-        config = GateConfig(harness=root / harness, suite=root / "s", **options)
+        config = GateConfig(harness=root / harness, **{"suite": root / "s", **options})
         return asyncio.run(
             run_gate(config, model=model or ScriptedModel(fn=agent), store=store, on_progress=on_progress)
         )
@@ -241,3 +251,138 @@ def test_the_terminal_view_renders_at_narrow_and_wide_widths(workspace: Path, wi
     text = console.export_text()
     assert "REGRESSION" in text and "note-4" in text
     assert max(len(line) for line in text.splitlines()) <= width
+
+
+def test_a_regression_hidden_by_relaxing_the_suite_in_the_same_change_fails_under_the_base_suite(
+    workspace: Path,
+):
+    sabotage(workspace)
+    relax(workspace)
+
+    report = run(workspace)
+
+    assert report.gate.verdict == "pass"  # the relaxed suite alone would let it through
+    assert (report.verdict, report.exit_code) == ("regression", 1)
+    assert report.suite_change.files == ["tasks/notes.yaml (modified)"]
+    assert not report.suite_change.accepted
+    under_base = report.suite_change.under_base_suite
+    assert under_base.gate.regressed_tasks == VAL_TASKS
+    assert under_base.base.scores == report.base.scores  # the base passes both suites
+    assert any(reason.startswith("under the base's suite: ") for reason in report.reasons)
+    text = markdown_summary(report)
+    assert "suite changed since the base: tasks/notes.yaml (modified)" in text
+    assert "| base's suite | regression | 1.000 → 0.500 | note-1, note-2, note-3, note-4 |" in text
+    assert "| working tree's suite | pass | 1.000 → 1.000 | none |" in text
+
+
+def test_a_relaxed_suite_passes_only_when_its_change_is_accepted_and_the_report_says_so(workspace: Path):
+    sabotage(workspace)
+    relax(workspace)
+    sides = set()
+
+    report = run(workspace, accept_suite_changes=True, on_progress=lambda side, _: sides.add(side))
+
+    assert (report.verdict, report.exit_code) == ("pass", 0)
+    assert report.suite_change.accepted and report.suite_change.under_base_suite is None
+    assert sides == {"base", "candidate"}
+    assert "accepted (--accept-suite-changes)" in markdown_summary(report)
+
+
+def test_on_the_command_line_the_relaxed_suite_exits_1_naming_the_changed_file_unless_accepted(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+):
+    sabotage(workspace)
+    relax(workspace)
+    store = RunStore(workspace / "runs.sqlite")
+    scripted = run_gate  # the CLI resolves models by name; give it the scripted agent instead
+    monkeypatch.setattr(
+        optimizer,
+        "run_gate",
+        lambda config, on_progress: scripted(config, model=ScriptedModel(fn=agent), store=store),
+    )
+    args = ["gate", str(workspace / "h"), "--suite", str(workspace / "s")]
+
+    try:
+        failed = CliRunner().invoke(app, args)
+        accepted = CliRunner().invoke(app, [*args, "--accept-suite-changes"])
+    finally:
+        store.close()
+
+    shown = " ".join(failed.stdout.split())  # the terminal view wraps long cells
+    assert failed.exit_code == 1, failed.output
+    assert "suite changed since the base: tasks/notes.yaml (modified)" in shown
+    assert "base's suite │ regression" in shown and "REGRESSION" in shown
+    assert accepted.exit_code == 0, accepted.output
+    assert "accepted (--accept-suite-changes)" in " ".join(accepted.stdout.split())
+
+
+def test_an_unchanged_suite_is_graded_once_per_side_as_before(workspace: Path):
+    (workspace / "s" / "__pycache__").mkdir()
+    (workspace / "s" / "__pycache__" / "graders.cpython-311.pyc").write_bytes(b"\0")
+    (workspace / "s" / ".DS_Store").write_bytes(b"\0")  # neither is part of the suite
+    sabotage(workspace)
+    sides = []
+
+    report = run(workspace, on_progress=lambda side, progress: sides.append(side))
+
+    assert report.suite_change is None
+    assert set(sides) == {"base", "candidate"}
+    assert (report.verdict, report.exit_code) == ("regression", 1)
+    assert "suite changed" not in markdown_summary(report)
+
+
+def test_a_suite_that_did_not_exist_at_the_base_must_be_accepted(workspace: Path):
+    for name in ("suite.yaml", "tasks/notes.yaml"):
+        write(workspace / "s2", {name: (workspace / "s" / name).read_text()})
+
+    with pytest.raises(GateError, match="does not exist at merge base with main") as raised:
+        run(workspace, suite=workspace / "s2")
+    assert raised.value.exit_code == 2 and "--accept-suite-changes" in str(raised.value)
+
+    report = run(workspace, suite=workspace / "s2", accept_suite_changes=True)
+    assert report.suite_change.files == ["suite.yaml (added)", "tasks/notes.yaml (added)"]
+
+
+@pytest.mark.parametrize("kind", ["baseline", "report"])
+def test_a_baseline_whose_scores_were_edited_is_refused(workspace: Path, tmp_path: Path, kind: str):
+    path = tmp_path / "baseline.json"
+    (save_baseline if kind == "baseline" else write_json)(run(workspace), path)
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(data))  # reformatting keeps the content and its hash
+    assert load_baseline(path).suite == "notes"
+    side = data["side"] if kind == "baseline" else data["candidate"]
+    side["scores"]["note-1"] = [0.0, 0.0, 0.0]  # so that a broken note-1 would not count as a regression
+    path.write_text(json.dumps(data, indent=2))
+
+    with pytest.raises(GateError, match=r"baseline\.json: its content does not match its `sha256`") as raised:
+        run(workspace, baseline=path)
+    assert raised.value.exit_code == 2 and "\n" not in str(raised.value)
+
+
+def test_a_baseline_without_a_content_hash_is_refused_saying_how_to_regenerate_it(
+    workspace: Path, tmp_path: Path
+):
+    path = tmp_path / "baseline.json"
+    save_baseline(run(workspace), path)
+    data = json.loads(path.read_text())
+    del data["sha256"]
+    path.write_text(json.dumps(data))
+
+    with pytest.raises(GateError, match="no content hash") as raised:
+        load_baseline(path)
+    assert raised.value.exit_code == 2 and "--save-baseline" in str(raised.value)
+
+
+def test_a_baseline_recorded_with_other_suite_files_is_refused_unless_the_change_is_accepted(
+    workspace: Path, tmp_path: Path
+):
+    save_baseline(run(workspace), tmp_path / "baseline.json")
+    sabotage(workspace)
+    relax(workspace)
+
+    with pytest.raises(GateError, match="other suite files") as raised:
+        run(workspace, baseline=tmp_path / "baseline.json")
+    assert raised.value.exit_code == 2 and "--accept-suite-changes" in str(raised.value)
+
+    report = run(workspace, baseline=tmp_path / "baseline.json", accept_suite_changes=True)
+    assert report.suite_change.accepted and report.suite_change.files == []
