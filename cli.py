@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 app = typer.Typer(
     help="Atoll: optimize agent harnesses against private SQLite worlds, graded by what the agent changed.",
@@ -34,7 +37,7 @@ USAGE_ERROR = 2
 
 def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     """One clear line on stderr and a non-zero exit, no traceback."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)  # paths stay whole
     raise typer.Exit(code)
 
 
@@ -55,6 +58,21 @@ def run_errors() -> tuple[type[Exception], ...]:
         ModelError,
         WorldError,
     )
+
+
+# Config fields whose command-line option is spelled differently.
+_OPTION_NAMES = {"max_cost_usd": "--max-cost"}
+
+
+def option_errors(error: ValidationError) -> str:
+    """One line per invalid option, named as the user typed it (not pydantic's block with a URL)."""
+    lines = []
+    for item in error.errors():
+        field = str(item["loc"][-1]) if item["loc"] else ""
+        option = _OPTION_NAMES.get(field, "--" + field.replace("_", "-")) if field else ""
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"{option}: {message}" if option else message)
+    return "\n".join(lines)
 
 
 def _print_json(payload: Any) -> None:
@@ -310,6 +328,7 @@ def eval_(
     from evals import (
         RunStore,
         evaluate,
+        new_run_id,
         progress_bar,
         render_result,
     )
@@ -318,12 +337,17 @@ def eval_(
 
     if harness is None and resume is None:
         fail("name a harness folder (e.g. harnesses/support_agent) or --resume RUN")
+    run_id: str | None = None
     try:
         with RunStore() as store, progress_bar(err) as on_progress:
             if resume:
-                result = resume_run(resume, store=store, concurrency=concurrency, on_progress=on_progress)
+                # `latest` is the newest eval left unfinished, not whatever ran last (a gate, a finished eval).
+                latest = resume in ("latest", "last")
+                run_id = store.latest_unfinished("eval") if latest else store.resolve(resume)
+                result = resume_run(run_id, store=store, concurrency=concurrency, on_progress=on_progress)
             else:
                 suite = suite or Path("evals") / load_harness(harness).world.name
+                run_id = new_run_id("eval")
                 result = evaluate(
                     harness,
                     suite,
@@ -332,12 +356,16 @@ def eval_(
                     k=k,
                     concurrency=concurrency,
                     store=store,
+                    run_id=run_id,
                     on_progress=on_progress,
                 )
     except run_errors() as error:
-        fail(str(error), code=1)
+        fail(str(error))
     except KeyboardInterrupt:
-        fail("interrupted; finish the run with `optimize eval --resume latest`", code=130)
+        with RunStore() as store:  # interrupted before the run was stored: nothing to resume
+            saved = run_id is not None and store.has_run(run_id)
+        resume_with = f"; resume with: optimize eval --resume {run_id}" if saved else ""
+        fail(f"interrupted{resume_with}", code=130)
     out.print(render_result(result))
 
 
@@ -443,6 +471,7 @@ def run(
     import asyncio
     import contextlib
 
+    from pydantic import ValidationError
     from rich.live import Live
 
     from optimizer import (
@@ -481,8 +510,8 @@ def run(
             seed=seed,
             rule=AcceptanceRule(min_effect=min_effect),
         )
-    except ValueError as error:
-        fail(str(error).replace("\n", " "))
+    except ValidationError as error:
+        fail(option_errors(error))
     if resume:
         err.print(f"resuming {resume} with the settings it was started with; other options are ignored")
     if err.is_terminal:
@@ -498,15 +527,22 @@ def run(
             if line:
                 err.print(line, highlight=False, soft_wrap=True)
 
+    run_ids: list[str] = []  # the run's id, from its events: what an interrupt tells the user to resume
+
+    def track(event: OptimizerEvent) -> None:
+        run_ids[:] = [event.status.run_id]
+        on_event(event)
+
     with live:
         try:
-            result = asyncio.run(optimize(config, resume=resume, on_event=on_event))
+            result = asyncio.run(optimize(config, resume=resume, on_event=track))
         except OptimizerPaused as pause:
             fail(f"paused: {pause}", code=3)
         except (OptimizerError, GitError, *run_errors()) as error:
             fail(str(error))
         except KeyboardInterrupt:
-            fail("interrupted; the run is saved: resume it with `optimize run ... --resume latest`", code=130)
+            resume_with = f"; resume with: optimize run {harness} --resume {run_ids[0]}" if run_ids else ""
+            fail(f"interrupted{resume_with}", code=130)
     out.print(render_result(result))
 
 
@@ -549,16 +585,27 @@ def gate(
     save_baseline: Annotated[
         Path | None, typer.Option(help="Save the candidate's result as a baseline file.")
     ] = None,
+    accept_suite_changes: Annotated[
+        bool,
+        typer.Option(
+            "--accept-suite-changes",
+            help="When the suite differs from the base's, let the working tree's suite alone decide.",
+        ),
+    ] = False,
 ) -> None:
     """CI regression gate: is the working-tree harness no worse than the base? Exit 0 pass, 1 regression,
     2 usage or configuration error, 3 the evaluation itself failed.
 
-    Both sides run the same tasks and seeds, paired, replaying cached model answers. Appends a
-    Markdown summary to $GITHUB_STEP_SUMMARY when set; see examples/atoll-gate.yml.
+    Both sides run the same tasks and seeds, paired, replaying cached model answers. When the change
+    touches the suite, both sides are graded with the base's suite too and the worse verdict stands,
+    unless --accept-suite-changes. Appends a Markdown summary to $GITHUB_STEP_SUMMARY when set; see
+    examples/atoll-gate.yml.
 
     Example: `optimize gate harnesses/support_agent --base main --junit gate.xml`
     """
     import asyncio
+
+    from pydantic import ValidationError
 
     from optimizer import (
         GateConfig,
@@ -585,9 +632,10 @@ def gate(
             alpha=alpha,
             max_error_rate=max_error_rate,
             concurrency=concurrency,
+            accept_suite_changes=accept_suite_changes,
         )
-    except ValueError as error:
-        fail(str(error).replace("\n", " "))
+    except ValidationError as error:
+        fail(option_errors(error))
     try:
         with gate_progress(err) as progress:
             report = asyncio.run(run_gate(config, on_progress=progress))
@@ -764,8 +812,12 @@ def serve_command(
     Example: `optimize serve --world helpdesk --fixture small_shop`, then open http://127.0.0.1:8000/
     """
     from worlds import Clock
-    from worlds.serve import ResetRequest, run_server
+    from worlds.serve import ResetRequest, check_bind, run_server
 
+    try:
+        check_bind(host, token)  # before anything says "serving"
+    except ValueError as error:
+        fail(str(error))
     if fixture and len(worlds or []) != 1:
         fail("--fixture sets the default instance, so name exactly one --world with it")
     for name in worlds or []:

@@ -6,8 +6,9 @@ its `delegate_to_<agent>` tool on the same instance, and its final answer comes 
 caller as the tool's result.
 
 Nothing the model or the world does crashes an episode: a malformed action, an unknown tool
-or bad arguments become an error observation the agent reads; a model that stays unreachable
-(any ModelError) ends the episode with stop_reason "model_error" and `error` set. A tool
+or bad arguments become an error observation the agent reads; a model call that fails (a
+ModelError, or anything a custom model raises but cancellation) ends the episode with
+stop_reason "model_error" and `error` set. A tool
 that crashes inside the world (error type `world_bug`) is shown to the agent like any error,
 recorded as an `error` event, and when the episode ends its stop_reason is "world_bug" with
 `error` set: the run is the world author's bug, not the agent's, and graders skip it.
@@ -47,7 +48,15 @@ from ._protocols import (
 )
 from ._tools import ToolSpec, tool_specs
 from ._user import ScriptedUser, UserSide
-from .models import Model, ModelError, ModelParams, ModelResponse, get_model
+from .models import Model, ModelError, ModelParams, ModelResponse, ScriptExhausted, get_model
+
+
+def _model_failure(error: Exception) -> str:
+    """What the episode records: a ModelError speaks for itself; anything else (a custom model's
+    RuntimeError, a timeout) is named by its type so the author can find it."""
+    if isinstance(error, ModelError):
+        return str(error)
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 class _Stop(Exception):
@@ -148,8 +157,12 @@ class _Run:
                     raise _Stop("stop_tool")
                 try:
                     message = await self.user.respond(list(self.events))
-                except ModelError as exc:
-                    raise _Stop("model_error", f"the user side's model failed: {exc}") from None
+                except ScriptExhausted:
+                    raise
+                except Exception as exc:
+                    raise _Stop(
+                        "model_error", f"the user side's model failed: {_model_failure(exc)}"
+                    ) from None
             stop_reason = "reply"
         except _Stop as stop:
             stop_reason, error = stop.reason, stop.error
@@ -292,11 +305,14 @@ class _Run:
                 params=agent.params,
                 sample=self.sample,
             )
-        except ModelError as exc:
+        except ScriptExhausted:
+            raise  # a test's script ran dry: a bug in the test, not a model failure
+        except Exception as exc:  # any model failure errors this episode; cancellation still propagates
+            message = _model_failure(exc)
             self._event(
-                "error", agent.name, content=str(exc), error={"type": "model_error", "message": str(exc)}
+                "error", agent.name, content=message, error={"type": "model_error", "message": message}
             )
-            raise _Stop("model_error", f"{agent.model.name}: {exc}") from None
+            raise _Stop("model_error", f"{agent.model.name}: {message}") from None
         usage = self.usage
         usage.model_calls += 1
         usage.cached_calls += int(response.cached)

@@ -78,6 +78,13 @@ def _failure_report(result: Any, suite: Suite) -> FailureReport:
     )
 
 
+def _invalid_reasons(row: dict[str, Any]) -> list[str]:
+    """Why an invalid proposal was skipped (its load or render error), as the summary shows it."""
+    if row["verdict"] != "invalid" or not row["decision"]:
+        return []
+    return [json.loads(row["decision"])["error"]]
+
+
 def commit_message(
     proposal: Proposal, decision: Decision, run_id: str, iteration: int, k: int, harness_hash: str
 ) -> str:
@@ -397,24 +404,23 @@ class Optimization:
                 proposal.files, source=f"{self.harness_path} (candidate)", world=self.world
             )
         except HarnessError as error:
-            self.records.save_step(
-                self.id, iteration, **step, verdict="invalid", decision=json.dumps({"error": str(error)})
-            )
-            return self._rejected("invalid")
+            return self._invalid(iteration, str(error), **step)
         self.store.save_harness(candidate.hash, candidate.name, candidate.files())
         self.records.save_step(self.id, iteration, **step, candidate_hash=candidate.hash)
         if candidate.hash == incumbent.hash or self._decided_before(candidate.hash, iteration):
             self.records.save_step(self.id, iteration, verdict="none")
             return "none", None, None
 
-        screened, screen = await self._screen(candidate, incumbent, parent_train, rng)
-        self.records.save_step(self.id, iteration, screen=screen)
-        if not screened:
-            self.records.save_step(self.id, iteration, verdict="screened_out")
-            return self._rejected("screened_out")
-
-        self._emit("screen", stage="confirming on the gate set")
-        candidate_gate = await self._gate(candidate)
+        try:  # a template can pass the load check and still fail on a real task's context
+            screened, screen = await self._screen(candidate, incumbent, parent_train, rng)
+            self.records.save_step(self.id, iteration, screen=screen)
+            if not screened:
+                self.records.save_step(self.id, iteration, verdict="screened_out")
+                return self._rejected("screened_out")
+            self._emit("screen", stage="confirming on the gate set")
+            candidate_gate = await self._gate(candidate)
+        except HarnessError as error:
+            return self._invalid(iteration, str(error))
         decision = decide(
             PairedScores(incumbent=incumbent_gate.scores(), candidate=candidate_gate.scores()),
             self.config.rule,
@@ -444,6 +450,14 @@ class Optimization:
                 self.status.model_calls += usage.calls - before.calls
                 self.status.tokens += usage.tokens - before.tokens
                 self.status.cost_usd += usage.cost_usd - before.cost_usd
+
+    def _invalid(self, iteration: int, error: str, **step: Any) -> tuple[str, None, None]:
+        """A candidate that does not load or render: recorded with its error and skipped, so a
+        resumed run never replays it."""
+        self.records.save_step(
+            self.id, iteration, **step, verdict="invalid", decision=json.dumps({"error": error})
+        )
+        return self._rejected("invalid")
 
     def _rejected(self, verdict: str) -> tuple[str, None, None]:
         self.status.rejected += 1
@@ -564,7 +578,7 @@ class Optimization:
                     p_value=decision.comparison.p_better if decision else None,
                     lower_bound=decision.comparison.lower_bound if decision else None,
                     commit=row["commit_sha"],
-                    reasons=decision.reasons if decision else [],
+                    reasons=decision.reasons if decision else _invalid_reasons(row),
                 )
             )
         s = self.status

@@ -177,7 +177,9 @@ class AcceptanceRule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Sign test: accept only if p <= alpha.")
-    min_effect: float = Field(0.02, description="The bootstrap lower bound of the mean gain must exceed it.")
+    min_effect: float = Field(
+        0.02, ge=0.0, lt=1.0, description="The bootstrap lower bound of the mean gain must exceed it."
+    )
     resamples: int = Field(2000, ge=2000)
     seed: int = Field(0, description="Bootstrap seed.")
     confidence: float = Field(0.95, gt=0.0, lt=1.0)

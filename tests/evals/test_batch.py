@@ -211,3 +211,41 @@ async def test_the_sync_wrappers_refuse_to_run_inside_an_event_loop(suite, store
         evaluate(harness(), suite, model=solver())
     with pytest.raises(BatchError, match=r"use `await resume_batch\(...\)`"):
         resume("latest", store=store)
+
+
+class RaisingModel:
+    """A custom model that fails the way third-party code does: not with a ModelError."""
+
+    name = "raising"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def complete(self, messages, *, tools=None, params=None, sample: int = 0) -> ModelResponse:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error", [RuntimeError("backend crashed"), TimeoutError(), ValueError("prompt too long")]
+)
+async def test_any_exception_from_a_custom_model_errors_its_episodes_not_the_batch(
+    suite, store, error
+) -> None:
+    result = await evaluate_batch(harness(), suite, model=RaisingModel(error), store=store)
+    assert len(result.results) == 5 and all(r.errored for r in result.results)
+    assert all(r.episode.stop_reason == "model_error" for r in result.results)
+    assert type(error).__name__ in result.results[0].episode.error
+    assert store.run(result.run_id).status == "finished"
+
+
+async def test_cancelling_a_model_call_still_cancels_the_batch(suite, store) -> None:
+    class Hanging(RaisingModel):
+        async def complete(self, messages, *, tools=None, params=None, sample: int = 0) -> ModelResponse:
+            await asyncio.sleep(60)
+            raise AssertionError("unreachable")
+
+    task = asyncio.ensure_future(evaluate_batch(harness(), suite, model=Hanging(RuntimeError()), store=store))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

@@ -156,3 +156,41 @@ def test_the_pareto_strategy_commits_only_what_passes_the_rule_too(workspace: Pa
 
     assert [step.verdict for step in result.steps][:2] == ["screened_out", "accept"]
     assert len(atoll_commits(workspace)) == len(result.accepted) == 1
+
+
+class BreaksTheTemplate:
+    """Writes a prompt that is valid Jinja but fails when rendered (a division by zero)."""
+
+    name = "breaks_the_template"
+
+    async def propose(self, context):
+        from optimizer import Proposal
+
+        files = dict(context.files)
+        files[PROMPT] = files[PROMPT] + "{{ 1 / 0 }}\n"
+        return Proposal.build(
+            operator=self.name,
+            rationale="A template that cannot render.",
+            parent=context.files,
+            files=files,
+            parent_hash=context.harness_hash,
+        )
+
+
+def test_a_proposal_that_fails_to_render_is_invalid_and_the_run_goes_on(workspace: Path):
+    store = RunStore(workspace.parent / "runs.sqlite")
+    try:
+        result = asyncio.run(
+            optimize(
+                config(workspace),
+                store=store,
+                model=ScriptedModel(fn=agent),
+                proposers=[BreaksTheTemplate(), Helpful()],
+            )
+        )
+    finally:
+        store.close()
+
+    assert [step.verdict for step in result.steps] == ["invalid", "accept"]
+    assert "division by zero" in result.steps[0].reasons[0]
+    assert len(atoll_commits(workspace)) == 1

@@ -1,0 +1,74 @@
+"""Bad input on the command line: one clear line, exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from evals import SuiteError, load_suite
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+
+def one_line(result) -> str:
+    return re.sub(r"\s+", " ", result.stderr)
+
+
+@pytest.fixture
+def latin1_suite(tmp_path: Path) -> Path:
+    """The shipped suite with one task file saved in Latin-1 (a common editor accident)."""
+    suite = tmp_path / "helpdesk"
+    shutil.copytree(ROOT / "evals" / "helpdesk", suite)
+    task_file = suite / "tasks" / "addresses.yaml"
+    task_file.write_bytes(task_file.read_bytes() + "# café\n".encode("latin-1"))
+    return suite
+
+
+def test_a_task_file_that_is_not_utf8_is_a_suite_error_naming_it(latin1_suite: Path) -> None:
+    with pytest.raises(SuiteError, match=r"addresses\.yaml: not UTF-8 text \(byte 0xe9"):
+        load_suite(latin1_suite)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "harnesses/support_agent", "--split", "val"],
+        ["try", "harnesses/support_agent", "--task", "status-delivered"],
+    ],
+)
+def test_a_non_utf8_suite_stops_eval_and_try_with_one_line_and_exit_2(latin1_suite: Path, args) -> None:
+    result = runner.invoke(app, [*args, "--suite", str(latin1_suite)])
+    assert result.exit_code == 2, result.output
+    assert "addresses.yaml: not UTF-8 text" in one_line(result)
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (["run", "harnesses/support_agent", "--concurrency", "0"], "--concurrency: Input should be greater"),
+        (["run", "harnesses/support_agent", "--max-cost", "-1"], "--max-cost: Input should be greater"),
+        (
+            ["run", "harnesses/support_agent", "--min-effect", "7"],
+            "--min-effect: Input should be less than 1",
+        ),
+        (["gate", "harnesses/support_agent", "--alpha", "2"], "--alpha: Input should be less than 1"),
+    ],
+)
+def test_an_invalid_option_is_named_in_one_line_without_a_pydantic_url(args, says) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert says in one_line(result)
+    assert "pydantic" not in result.stderr and "validation error" not in result.stderr
+
+
+def test_serve_refuses_a_public_bind_without_a_token_before_announcing_itself() -> None:
+    result = runner.invoke(app, ["serve", "--host", "0.0.0.0"])
+    assert result.exit_code == 2
+    assert "serving" not in result.stderr and "--token" in one_line(result)
