@@ -33,6 +33,8 @@ from ._store import (
     StoreError,
     new_run_id,
     now_text,
+    owner_alive,
+    process_owner,
 )
 from ._suite import SPLITS, Expect, Suite, SuiteConfig, SuiteError, Task, UserSpec, load_suite
 from ._users import STOP_TOKEN, SimulatedUser, user_for
@@ -83,9 +85,11 @@ __all__ = [
     "load_suite",
     "new_run_id",
     "now_text",
+    "owner_alive",
     "pass_hat_k",
     "passes",
     "plan_batch",
+    "process_owner",
     "progress_bar",
     "render_episode_result",
     "render_grade",

@@ -2,7 +2,9 @@
 
 Reports, `optimize show`, the CI gate and the optimizer read it; a batch writes each episode in
 its own transaction as soon as it is graded, so a run killed at any point leaves a store the next
-command can read, and resuming the run skips the (task, seed) pairs already stored.
+command can read, and resuming the run skips the (task, seed) pairs already stored. A run records the
+process running it, so one killed without a word (kill -9) reads as `interrupted` once that process is
+gone. Several processes may write the file at once: every write transaction takes the lock first.
 
 Tables: `runs`, `harness_snapshots` (the files of every harness version evaluated, by content
 hash), `episodes`, `store_meta`. Other parts of Atoll add their own tables with `ensure_table`
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -147,9 +150,23 @@ class RunStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite_utils.Database]:
-        """One transaction (nested blocks are savepoints), serialised across threads."""
-        with self._lock, self.db.atomic():
-            yield self.db
+        """One write transaction (nested blocks are savepoints), serialised across threads and processes.
+
+        `BEGIN IMMEDIATE` takes the write lock first, waiting out the busy timeout for another process's
+        write; a deferred `BEGIN` that reads and then writes fails at once with "database is locked".
+        """
+        with self._lock:
+            if self.db.conn.in_transaction:
+                with self.db.atomic():
+                    yield self.db
+                return
+            self.db.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+                self.db.conn.execute("COMMIT")
+            except BaseException:
+                self.db.rollback()
+                raise
 
     # -- schema ---------------------------------------------------------------------------------
 
@@ -178,11 +195,14 @@ class RunStore:
                     "status": str,
                     "config": str,
                     "metrics": str,
+                    "owner": str,  # the process running it (see `_owner`): a dead one means interrupted
                 },
                 pk="id",
                 not_null=["kind", "harness", "harness_hash", "model", "started_at", "status"],
                 if_not_exists=True,
             )
+            if "owner" not in self.db["runs"].columns_dict:  # a store from before owners were kept
+                self.db["runs"].add_column("owner", str)
             self.db["harness_snapshots"].create(
                 {"hash": str, "name": str, "files": str, "created_at": str}, pk="hash", if_not_exists=True
             )
@@ -251,12 +271,13 @@ class RunStore:
 
     def start_run(self, run: RunRecord) -> RunRecord:
         with self.transaction():
-            self.db["runs"].insert(_run_row(run))
+            self.db["runs"].insert({**_run_row(run), "owner": process_owner()})
         return run
 
     def mark_running(self, run_id: str) -> None:
+        """A resumed run: running again, in this process."""
         with self.transaction():
-            self.db["runs"].update(run_id, {"status": "running", "finished_at": None})
+            self.db["runs"].update(run_id, {"status": "running", "finished_at": None, "owner": process_owner()})
 
     def finish_run(self, run_id: str, status: RunStatus, metrics: Metrics | None = None) -> None:
         values: dict[str, Any] = {"status": status, "finished_at": now_text()}
@@ -298,6 +319,20 @@ class RunStore:
         if len(found) > 1:
             raise StoreError(f"run {ref!r} is ambiguous: {', '.join(found[:5])}; give more of the id")
         return found[0]
+
+    def latest_unfinished(self, kind: str) -> str:
+        """The id of the newest run of `kind` that `--resume latest` means: not finished and not running
+        in a live process; StoreError when there is none."""
+        with self._lock:
+            rows = list(
+                self.db["runs"].rows_where(
+                    "kind = ? AND status != 'finished'", [kind], order_by="started_at DESC, rowid DESC"
+                )
+            )
+        found = next((row["id"] for row in rows if _run_record(row).status != "running"), None)
+        if found is None:
+            raise StoreError(f"{self.path}: no unfinished {kind} run to resume; `optimize runs` lists them")
+        return found
 
     def _run_row(self, run_id: str) -> dict[str, Any]:
         with self._lock:
@@ -373,9 +408,8 @@ class RunStore:
         # A plain statement on the connection: sqlite-utils' insert() inspects the table on every
         # call, which costs more than the write itself at hundreds of episodes a second.
         sql = f"INSERT OR REPLACE INTO episodes ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
-        connection = self.db.conn
-        with self._lock, connection:  # one transaction: committed on exit, rolled back on error
-            connection.execute(sql, tuple(row.values()))
+        with self.transaction() as db:
+            db.conn.execute(sql, tuple(row.values()))
 
     def forget_outages(self, run_id: str) -> int:
         """Delete a run's episodes that ended on a model outage, so resuming runs them again."""
@@ -441,7 +475,47 @@ def _run_record(row: dict[str, Any]) -> RunRecord:
     values = dict(row)
     values["config"] = json.loads(row["config"] or "{}")
     values["metrics"] = json.loads(row["metrics"]) if row["metrics"] else None
+    if row["status"] == "running" and owner_alive(row.get("owner")) is False:
+        values["status"] = "interrupted"  # its process died without saying so (kill -9, a power cut)
     return RunRecord.model_validate(values)
+
+
+def process_owner() -> str:
+    """This process, as an `owner` column records it: host, pid and the pid's start token."""
+    pid = os.getpid()
+    return json.dumps({"host": socket.gethostname(), "pid": pid, "token": _process_token(pid)})
+
+
+def _process_token(pid: int) -> str | None:
+    """The boot id and start time of a live process (Linux), so a pid reused by another process, or after
+    a reboot, is not taken for the one that ran a run; None where /proc has none (gone, a zombie, macOS)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else f"{boot}:{fields[19]}"
+
+
+def owner_alive(owner: str | None) -> bool | None:
+    """Whether the process that started or resumed a run still exists; None when this machine cannot tell
+    (a run from before owners were kept, one started on another host)."""
+    if not owner:
+        return None
+    recorded = json.loads(owner)
+    if recorded["host"] != socket.gethostname():
+        return None
+    if recorded["token"] is not None:
+        return _process_token(recorded["pid"]) == recorded["token"]
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return None
+    try:
+        os.kill(recorded["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _episode_result(row: dict[str, Any]) -> EpisodeResult:

@@ -624,10 +624,15 @@ async def optimize(
     store = store or RunStore()
     records = Records(store)
     if resume is not None:
-        run_id = records.resolve(resume)
+        latest = resume in ("latest", "last")
+        run_id = records.latest_unfinished() if latest else records.resolve(resume)
         row = records.run(run_id) if run_id else None
         if row is None:
-            raise OptimizerError(f"no optimization run {resume!r} in {store.path}")
+            raise OptimizerError(
+                f"no unfinished optimization run to resume in {store.path}"
+                if latest
+                else f"no optimization run {resume!r} in {store.path}"
+            )
         config = OptimizeConfig.model_validate_json(row["config"])
     else:
         run_id = new_optimization_id()

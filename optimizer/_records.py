@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evals import RunStore, now_text
+from evals import RunStore, now_text, owner_alive, process_owner
 
 from ._config import OptimizeConfig
 
@@ -39,6 +39,7 @@ class Records:
                 "started_at": str,
                 "finished_at": str,
                 "result": str,
+                "owner": str,  # the process running it: once it is gone, a `running` run reads `interrupted`
             },
             pk="id",
         )
@@ -79,15 +80,16 @@ class Records:
                     "start_hash": start_hash,
                     "incumbent_hash": start_hash,
                     "started_at": now_text(),
+                    "owner": process_owner(),
                 }
             )
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         rows = list(self.store.db[RUNS_TABLE].rows_where("id = ?", [run_id]))
-        return rows[0] if rows else None
+        return _with_live_status(rows[0]) if rows else None
 
     def resolve(self, ref: str) -> str | None:
-        """The run `ref` names: an id, a unique part of one, or `latest`."""
+        """The run `ref` names: an id, a unique part of one, or `latest` (the newest of any status)."""
         if ref in ("latest", "last"):
             return self.latest()
         if self.run(ref):
@@ -96,10 +98,20 @@ class Records:
         return rows[0] if len(rows) == 1 else None
 
     def latest(self) -> str | None:
-        rows = list(self.store.db[RUNS_TABLE].rows_where(order_by="started_at DESC", limit=1))
+        rows = list(self.store.db[RUNS_TABLE].rows_where(order_by="started_at DESC, rowid DESC", limit=1))
         return rows[0]["id"] if rows else None
 
+    def latest_unfinished(self) -> str | None:
+        """The run `--resume latest` means: the newest that did not finish and whose process is gone
+        (resuming a run that is alive in another terminal would run it twice)."""
+        rows = self.store.db[RUNS_TABLE].rows_where(
+            "status != 'finished'", order_by="started_at DESC, rowid DESC"
+        )
+        return next((row["id"] for row in rows if _with_live_status(row)["status"] != "running"), None)
+
     def update_run(self, run_id: str, **values: Any) -> None:
+        if values.get("status") == "running":
+            values["owner"] = process_owner()
         with self.store.transaction() as db:
             db[RUNS_TABLE].update(run_id, values)
 
@@ -135,3 +147,10 @@ class Records:
         return list(
             self.store.db[STEPS_TABLE].rows_where("optimization_id = ?", [run_id], order_by="iteration")
         )
+
+
+def _with_live_status(row: dict[str, Any]) -> dict[str, Any]:
+    """The row as a reader should see it: `running` with its process gone (kill -9) is `interrupted`."""
+    if row["status"] == "running" and owner_alive(row.get("owner")) is False:
+        return {**row, "status": "interrupted"}
+    return row

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -14,9 +16,14 @@ from pathlib import Path
 import pytest
 from minidesk.agent import SUITE, harness, solver
 from minidesk.world import world
+from typer.testing import CliRunner
 
-from evals import RunStore, StoreError, evaluate_batch, load_suite, resume_batch
+import evals
+from cli import app
+from evals import RunRecord, RunStore, StoreError, evaluate_batch, load_suite, now_text, resume_batch
 from harnesses.models import ModelRequest, ModelResponse
+
+runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
@@ -127,15 +134,113 @@ async def test_a_process_killed_mid_run_leaves_a_store_the_next_command_reads_an
             if path.exists() and stored_episodes(path) >= 6:
                 break
             time.sleep(0.05)
+        with RunStore(path) as store:
+            assert store.run("killed").status == "running"  # its process is alive
         process.send_signal(signal.SIGKILL)
     finally:
         process.wait()
 
+    listed = runner.invoke(app, ["runs"], env={"ATOLL_RUNS_DB": str(path), "COLUMNS": "200"})
+    assert re.search(r"killed\s.*\sinterrupted\s", listed.stdout), listed.stdout
     with RunStore(path) as store:
-        run = store.run("killed")
-        assert run.status == "running"  # nobody could say otherwise: the process died
+        assert store.run("killed").status == "interrupted"  # its process is gone: -9 left no word
+        assert store.latest_unfinished("eval") == "killed"
         kept = store.episodes("killed")
         assert 6 <= len(kept) < 120 and all(r.passed for r in kept)
         result = await resume_batch("killed", store=store, model=solver(), concurrency=16)
         assert len(result.results) == 120 and result.resumed == len(kept)
         assert store.run("killed").status == "finished"
+
+
+def start(store: RunStore, run_id: str, kind: str = "eval") -> None:
+    store.start_run(
+        RunRecord(id=run_id, kind=kind, harness="h", harness_hash="x", model="m", started_at=now_text())
+    )
+
+
+def test_a_run_is_interrupted_once_its_process_is_gone_even_when_its_pid_is_reused(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        start(store, "mine")
+        assert store.run("mine").status == "running"  # this process runs it
+        owner = json.loads(store.db["runs"].get("mine")["owner"])
+        for changed, status in [
+            ({"token": "another-boot:1"}, "interrupted"),  # same pid, another process
+            ({"host": "elsewhere"}, "running"),  # another machine's process: cannot tell
+        ]:
+            store.db["runs"].update("mine", {"owner": json.dumps({**owner, **changed})})
+            assert store.run("mine").status == status
+
+
+def test_a_store_from_before_owners_were_kept_gains_the_column_and_keeps_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    with RunStore(path) as store:
+        start(store, "old")
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE runs DROP COLUMN owner")
+    with RunStore(path) as store:
+        assert "owner" in store.db["runs"].columns_dict
+        assert store.run("old").status == "running"  # no owner recorded: nobody can say it died
+
+
+def test_eval_resume_latest_finishes_the_newest_unfinished_eval_not_a_later_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATOLL_RUNS_DB", str(tmp_path / "runs.sqlite"))
+    with RunStore() as store:
+        for run_id, kind in [("eval-old", "eval"), ("eval-killed", "eval"), ("gate-after", "gate")]:
+            start(store, run_id, kind)
+        store.finish_run("eval-old", "interrupted")
+        store.finish_run("eval-killed", "interrupted")
+        store.finish_run("gate-after", "finished")
+        start(store, "eval-live")  # still running in a live process (this one): not to be resumed twice
+    resumed = []
+
+    def interrupted_resume(run_ref: str, **options: object) -> None:
+        resumed.append(run_ref)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evals, "resume", interrupted_resume)
+    result = runner.invoke(app, ["eval", "--resume", "latest"])
+    assert resumed == ["eval-killed"]
+    assert result.exit_code == 130
+    assert "interrupted; resume with: optimize eval --resume eval-killed" in re.sub(
+        r"\s+", " ", result.stderr
+    )
+
+
+def test_eval_resume_latest_with_no_unfinished_eval_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATOLL_RUNS_DB", str(tmp_path / "runs.sqlite"))
+    with RunStore() as store:
+        start(store, "eval-done")
+        start(store, "gate-killed", "gate")
+        store.finish_run("eval-done", "finished")
+        store.finish_run("gate-killed", "interrupted")
+    result = runner.invoke(app, ["eval", "--resume", "latest"])
+    message = re.sub(r"\s+", " ", result.stderr)
+    assert (
+        result.exit_code != 0 and "no unfinished eval run to resume" in message and "Traceback" not in message
+    )
+
+
+def test_an_interrupted_eval_names_the_run_to_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATOLL_RUNS_DB", str(tmp_path / "runs.sqlite"))
+    stored = []
+
+    def interrupted_evaluate(
+        harness: object, suite: object, *, store: RunStore, run_id: str, **options: object
+    ):
+        if not stored:  # the first time, once the run is stored; the second, before
+            start(store, run_id)
+            stored.append(run_id)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evals, "evaluate", interrupted_evaluate)
+    command = ["eval", "harnesses/support_agent", "--suite", "evals/helpdesk"]
+    first, second = runner.invoke(app, command), runner.invoke(app, command)
+    assert first.exit_code == second.exit_code == 130
+    assert f"interrupted; resume with: optimize eval --resume {stored[0]}" in re.sub(
+        r"\s+", " ", first.stderr
+    )
+    assert "--resume" not in second.stderr  # nothing was stored: nothing to resume

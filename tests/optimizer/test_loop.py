@@ -8,14 +8,17 @@ nothing. Only the helpful one may ever be committed.
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 from pathlib import Path
 
 import pytest
 from notes_desk import MAGIC, PROMPT, DoesNothing, Helpful, agent, git, make_workspace
 
-from evals import RunStore
+from evals import RunStore, process_owner
 from harnesses.models import ModelUnavailable, ScriptedModel
 from optimizer import OptimizeConfig, OptimizerError, OptimizerPaused, optimize
+from optimizer._records import Records
 
 
 @pytest.fixture
@@ -194,3 +197,43 @@ def test_a_proposal_that_fails_to_render_is_invalid_and_the_run_goes_on(workspac
     assert [step.verdict for step in result.steps] == ["invalid", "accept"]
     assert "division by zero" in result.steps[0].reasons[0]
     assert len(atoll_commits(workspace)) == 1
+
+
+def test_resume_latest_means_the_newest_unfinished_run_not_the_newest_run(workspace: Path):
+    def interrupt(event) -> None:
+        if event.kind == "proposal":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(workspace, on_event=interrupt)
+    finished = run(workspace, max_proposals=0)
+    store = RunStore(workspace.parent / "runs.sqlite")
+    records = Records(store)
+    interrupted = next(row["id"] for row in store.db["optimizations"].rows if row["id"] != finished.run_id)
+    assert records.latest() == finished.run_id
+    assert records.latest_unfinished() == interrupted
+    store.close()
+
+    result = run(workspace, resume="latest")
+
+    assert result.run_id == interrupted and result.accepted
+
+
+def test_a_run_whose_process_was_killed_reads_interrupted_and_is_what_latest_resumes(workspace: Path):
+    run(workspace, max_proposals=0)
+    store = RunStore(workspace.parent / "runs.sqlite")
+    records = Records(store)
+    (row,) = store.db["optimizations"].rows
+    dead = json.dumps({"host": socket.gethostname(), "pid": 2**22 + 1, "token": "gone"})
+    store.db["optimizations"].update(row["id"], {"status": "running", "owner": dead})
+    assert records.run(row["id"])["status"] == "interrupted"
+    assert records.latest_unfinished() == row["id"]
+    store.db["optimizations"].update(row["id"], {"owner": process_owner()})  # alive: never resumed twice
+    assert records.run(row["id"])["status"] == "running" and records.latest_unfinished() is None
+    store.close()
+
+
+def test_resume_latest_with_nothing_unfinished_says_so(workspace: Path):
+    run(workspace, max_proposals=0)
+    with pytest.raises(OptimizerError, match="no unfinished optimization run to resume"):
+        run(workspace, resume="latest")
