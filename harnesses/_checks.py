@@ -5,11 +5,12 @@ Problems are collected, not raised one by one, so a single load reports all of t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 import yaml
+from jinja2.sandbox import SecurityError
 from pydantic import ValidationError
 
 from worlds import World
@@ -57,14 +58,60 @@ class Problems:
             raise self.error()
 
 
+_JINJA_PROBES = frozenset({"unsafe_callable", "alters_data", "jinja_pass_arg"})
+
+
+class AnyValue(str):
+    """A stand-in task value: text that also takes arithmetic, comparison, indexing and iteration.
+
+    The trial render cannot know a real task's values, so nothing a template does with one may fail
+    there; every other render error is the template's own and fails the load.
+    """
+
+    def __getattr__(self, name: str) -> AnyValue:
+        # What jinja probes for (`__html__`, the sandbox's `unsafe_callable`) must find a plain string.
+        if name.startswith("_") or name in _JINJA_PROBES:
+            raise AttributeError(name)
+        return self
+
+    def __getitem__(self, key: object) -> AnyValue:
+        return self
+
+    def __iter__(self) -> Iterator[AnyValue]:
+        return iter((self, self))  # two, so `{% for key, value in task.x.items() %}` unpacks
+
+    def __call__(self, *args: object, **kwargs: object) -> AnyValue:
+        return self
+
+    def _same(self, *args: object) -> AnyValue:
+        return self
+
+    def _true(self, other: object) -> bool:
+        return True
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _same
+    __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = __round__ = _same
+    __lt__ = __le__ = __gt__ = __ge__ = _true
+
+    def __int__(self) -> int:
+        return 0
+
+    def __float__(self) -> float:
+        return 0.0
+
+
 class AnyTask(dict):
-    """A stand-in task context for the load-time trial render: every field exists."""
+    """A stand-in task context for the load-time trial render: every field exists, as an AnyValue."""
 
-    def __getattr__(self, name: str) -> str:
-        return f"<task.{name}>"
+    def __getattr__(self, name: str) -> AnyValue:
+        return AnyValue(f"<task.{name}>")
 
-    def __getitem__(self, name: str) -> str:
-        return f"<task.{name}>"
+    def __getitem__(self, name: str) -> AnyValue:
+        return AnyValue(f"<task.{name}>")
+
+    def get(self, name: str, default: object = None) -> AnyValue:
+        return self[name]
 
     def __contains__(self, name: object) -> bool:
         return True
@@ -81,13 +128,36 @@ def error_line(error: BaseException) -> str:
     return line
 
 
+def render_problem(error: Exception) -> str:
+    """One line saying why a template failed to render: jinja's own message, else the Python error."""
+    if isinstance(error, SecurityError):
+        text = f"refused by the template sandbox: {error}"
+    elif isinstance(error, jinja2.TemplateError):
+        text = error.message or str(error)
+    else:
+        text = f"{type(error).__name__}: {error}"
+    return text.replace("\n", " ")
+
+
 INVALID = object()  # what load_yaml returns for a file that does not parse (the problem is recorded)
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """Safe YAML without anchors and aliases: harness files are model-written, and nested aliases
+    (a "billion laughs") expand exponentially when a demo is rendered into a prompt."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in harness files", self.peek_event().start_mark
+            )
+        return super().compose_node(parent, index)
 
 
 def load_yaml(files: Mapping[str, str], name: str, problems: Problems) -> Any:
     """The parsed file; an empty file is `{}`, an unparsable one INVALID."""
     try:
-        value = yaml.safe_load(files[name])
+        value = yaml.load(files[name], Loader=_NoAliasLoader)  # a SafeLoader: no Python tags
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -305,12 +375,15 @@ def check_templates(harness: Harness, files: Mapping[str, str], problems: Proble
             }
             try:
                 harness.template(agent.prompt).render(context)
-            except jinja2.TemplateError as error:
+            except Exception as error:  # any: a template that cannot render must fail here, not mid-batch
+                hint = (
+                    f" (variables: {', '.join(TEMPLATE_VARIABLES)})"
+                    if isinstance(error, jinja2.UndefinedError)
+                    else ""
+                )
                 problems.add(
                     agent.prompt,
                     f"agent {agent_name}, {protocol} protocol{error_line(error)}",
-                    f"{error.message or error} (variables: {', '.join(TEMPLATE_VARIABLES)})",
+                    render_problem(error) + hint,
                 )
                 break
-            except Exception:
-                continue  # arithmetic on the stand-in task's text values: only a real task can tell

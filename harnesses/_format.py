@@ -12,17 +12,21 @@ harness.yaml      name, world, model (default model string), params (temperature
 tools.yaml        <agent>: a list of world tool names, or a mapping
                     <tool>: {description: ..., parameters: {<parameter>: description}}
                   The model reads the override; the world's tool still runs and validates.
-prompts/*.md.j2   jinja2, StrictUndefined, `{% include "skills/x.md" %}` works. Variables: agent,
-                  harness, documents (the world's, e.g. documents.policy), task (the task context),
-                  skills (the agent's, by name), tools and demos (rendered for the protocol),
-                  protocol ("native" | "text"), now (the instance clock).
+prompts/*.md.j2   jinja2 in a sandbox (no Python internals, no mutating values: the proposer writes
+                  these from model text), StrictUndefined, `{% include "skills/x.md" %}` works.
+                  Loading renders each prompt once with a stand-in task; any error there fails the
+                  load. Variables: agent, harness, documents (the world's, e.g. documents.policy),
+                  task (the task context), skills (the agent's, by name), tools and demos (rendered
+                  for the protocol), protocol ("native" | "text"), now (the instance clock).
 skills/*.md       documents an agent's prompt includes, or loads with the load_skill tool.
 demos/*.yaml      title, steps: [{user: ...}, {call: tool, args: {...}, result: ... | error: {...}},
                   {reply: ...}]: a worked example, shown in the agent's protocol.
 ```
 
 Every model forbids unknown keys, so a typo in a file fails at load time naming the field
-instead of being silently ignored by the runtime.
+instead of being silently ignored by the runtime. Every file is a regular UTF-8 text file: a
+symbolic link is refused at load, since an accepted variant rewrites the files (the link would
+become a copy, or a write through it would change a file outside the folder).
 """
 
 from __future__ import annotations

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from pydantic import ValidationError
 
 from worlds import World, WorldError, get_world
 
 from . import _checks as checks
-from ._checks import HARNESS_FILE, Problems, error_line
+from ._checks import HARNESS_FILE, Problems, error_line, render_problem
 from ._files import HarnessError, bad_name, content_hash, read_tree, write_tree
 from ._format import AgentConfig, Demo, HarnessConfig, ProtocolName, ToolOverride
 from .models import ModelParams
@@ -36,6 +37,33 @@ class _FileLoader(jinja2.BaseLoader):
             raise jinja2.TemplateNotFound(template)
         # The name doubles as the code's filename, so a render error can say which line failed.
         return self.files[template], template, lambda: True
+
+
+# The largest string or list a template's `*` may build, and the largest exponent of an integer `**`.
+MAX_REPEAT = 1_000_000
+MAX_EXPONENT = 1_000
+
+
+class BoundedSandbox(ImmutableSandboxedEnvironment):
+    """jinja2's sandbox, plus bounds on `*` and `**`: `{{ 'x' * 10**10 }}` in a model-written prompt
+    must be a load error, not a machine out of memory."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if (
+            operator == "**"
+            and isinstance(right, int)
+            and isinstance(left, int)
+            and abs(right) > MAX_EXPONENT
+        ):
+            raise SecurityError(f"exponent {right} is above the template limit of {MAX_EXPONENT}")
+        if operator == "*":
+            for sequence, count in ((left, right), (right, left)):
+                repeats = isinstance(sequence, str | list | tuple) and isinstance(count, int)
+                if repeats and len(sequence) * count > MAX_REPEAT:
+                    raise SecurityError(f"a repeat of {count} builds more than {MAX_REPEAT:,} items")
+        return super().call_binop(context, operator, left, right)
 
 
 class Harness:
@@ -59,7 +87,9 @@ class Harness:
         self.hash = content_hash(files)
         self._files = files
         self.memo: dict[Any, Any] = {}  # derived data the runtime reuses across episodes (tool specs)
-        self._env = jinja2.Environment(
+        # Sandboxed: the LLM proposer writes prompts from transcript text, so a template must not reach
+        # Python internals (`cycler.__init__.__globals__.os`) nor mutate the values it is given.
+        self._env = BoundedSandbox(
             loader=_FileLoader(files),
             undefined=jinja2.StrictUndefined,
             keep_trailing_newline=True,
@@ -146,13 +176,18 @@ class Harness:
         return self._env.get_template(name)
 
     def render_prompt(self, agent: str, context: Mapping[str, Any]) -> str:
-        """The agent's system prompt rendered with `context` (see TEMPLATE_VARIABLES)."""
+        """The agent's system prompt rendered with `context` (see TEMPLATE_VARIABLES).
+
+        Any failure is a HarnessError naming file and line: a real task's values can break a template
+        that passed the load-time trial render, and callers must be able to catch that as a harness fault.
+        """
         template_name = self.agent(agent).prompt
         try:
             return self.template(template_name).render(context)
-        except jinja2.TemplateError as error:
-            line = error_line(error)
-            raise HarnessError(f"{self._label(template_name)}{line}: {error.message or error}") from None
+        except Exception as error:
+            raise HarnessError(
+                f"{self._label(template_name)}{error_line(error)}: {render_problem(error)}"
+            ) from None
 
     def _label(self, file: str) -> str:
         return f"{self.source}/{file}" if self.source else file

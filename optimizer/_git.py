@@ -78,9 +78,12 @@ def resolve_ref(path: Path, ref: str) -> str:
 def files_at(path: Path, ref: str) -> dict[str, str]:
     """The text files under `path` as they were at `ref`, keyed by path relative to `path`."""
     root, relative = relative_to_root(path)
-    listing = _git("ls-tree", "-r", "-z", "--name-only", ref, "--", relative, cwd=root)
+    listing = _git("ls-tree", "-r", "-z", ref, "--", relative, cwd=root)
     files = {}
-    for name in filter(None, listing.split("\0")):
+    for entry in filter(None, listing.split("\0")):
+        meta, _, name = entry.partition("\t")  # "<mode> <type> <sha>\t<path>"
+        if meta.split(" ")[0] == "120000":  # as a harness folder on disk refuses them (harnesses/_files.py)
+            raise GitError(f"{name} at {ref}: a symbolic link; a harness holds regular files only")
         files[name[len(relative) + 1 :]] = _git("show", f"{ref}:{name}", cwd=root)
     return files
 

@@ -405,6 +405,8 @@ class Optimization:
             )
         except HarnessError as error:
             return self._invalid(iteration, str(error), **step)
+        if candidate.config.world != self.start.config.world:  # a world name is a module to import
+            return self._invalid(iteration, "a proposal may not change the harness's world", **step)
         self.store.save_harness(candidate.hash, candidate.name, candidate.files())
         self.records.save_step(self.id, iteration, **step, candidate_hash=candidate.hash)
         if candidate.hash == incumbent.hash or self._decided_before(candidate.hash, iteration):

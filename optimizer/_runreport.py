@@ -11,6 +11,7 @@ import io
 from pathlib import Path
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 from pydantic import BaseModel
 from rich.bar import Bar
@@ -303,7 +304,8 @@ def _html_of(renderable: RenderableType, width: int = 110) -> str:
 def write_html_report(store: RunStore, run_id: str, path: Path | str) -> Path:
     """The report as one self-contained HTML page: inline CSS and SVG, no scripts, no external files."""
     report = load_run_report(store, run_id)
-    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    # Sandboxed though the template is ours: the values it is given are model-written text.
+    environment = ImmutableSandboxedEnvironment(autoescape=True, undefined=jinja2.StrictUndefined)
     page = environment.from_string(REPORT_TEMPLATE).render(
         report=report,
         points=_chart_points(report),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -56,6 +57,14 @@ def load_error(files: dict[str, str]) -> str:
     return str(raised.value)
 
 
+def write_files(folder: Path, files: dict[str, str]) -> Path:
+    """Files on disk as a user or a proposer would leave them, loadable or not."""
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
 def edited(name: str, old: str, new: str) -> dict[str, str]:
     files = dict(FILES)
     assert old in files[name], f"test setup: {old!r} not in {name}"
@@ -85,6 +94,16 @@ def test_bad_yaml_names_the_file_and_line() -> None:
     message = load_error(edited("harness.yaml", "entry: front", "entry: [front"))
     assert message.startswith("harnesses/toy/harness.yaml: line ")
     assert "invalid YAML" in message
+
+
+def test_yaml_aliases_in_a_harness_file_are_refused_so_a_billion_laughs_cannot_expand() -> None:
+    bomb = "    result: {id: C1, name: Customer 1}"
+    laughs = "\n".join(
+        f"    x{i}: &x{i + 1} [*x{i}, *x{i}, *x{i}, *x{i}, *x{i}, *x{i}, *x{i}, *x{i}]" for i in range(1, 9)
+    )
+    message = load_error(edited("demos/lookup.yaml", bomb, f"    result:\n    x0: &x1 lol\n{laughs}"))
+    assert message.startswith("harnesses/toy/demos/lookup.yaml: line ")
+    assert "aliases (*name) are not allowed in harness files" in message
 
 
 def test_an_unknown_tool_names_tools_yaml_and_the_agent() -> None:
@@ -253,3 +272,109 @@ def test_with_files_validates_the_mutation() -> None:
         }
     )
     assert "demos/lookup.yaml" not in smaller.files()
+
+
+def test_a_template_cannot_reach_python_to_run_a_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    payload = "{{ cycler.__init__.__globals__.os.system('id > pwned.txt') }}"
+    folder = write_files(tmp_path / "toy", edited("prompts/front.md.j2", "{{ demos }}", payload))
+    with pytest.raises(HarnessError) as raised:
+        load_harness(folder, world=shop)
+    assert not (tmp_path / "pwned.txt").exists(), "the template ran a shell command"
+    assert str(raised.value).startswith(
+        f"{folder}/prompts/front.md.j2: agent front, text protocol (prompts/front.md.j2, line 4): "
+        "refused by the template sandbox: access to attribute '__init__'"
+    )
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("payload", ["{{ 'x' * 10**10 }}", "{{ [1] * 10**9 }}", "{{ 2 ** 100000000 }}"])
+def test_a_template_cannot_build_a_value_that_exhausts_memory(payload: str) -> None:
+    message = load_error(edited("prompts/orders.md.j2", "{{ tools }}", payload))
+    assert "refused by the template sandbox" in message and "\n" not in message
+
+
+def test_a_template_that_fails_to_render_is_a_load_error_naming_file_and_line() -> None:
+    message = load_error(edited("prompts/orders.md.j2", "{{ tools }}", "{{ 1/0 }}"))
+    assert message == (
+        "harnesses/toy/prompts/orders.md.j2: agent orders, text protocol (prompts/orders.md.j2, line 2): "
+        "ZeroDivisionError: division by zero"
+    )
+
+
+def test_what_a_template_does_with_task_values_is_left_to_the_real_task() -> None:
+    uses = (
+        "{{ task.total + 1 }} {{ 100 / task.count }} {% if task.amount > 50 %}big{% endif %} "
+        "{{ task.price|round(2) }} {{ task.customer.name|upper }} {{ task.lines[0].sku }} "
+        "{% for key, value in task.extra.items() %}{{ key }}={{ value }}{% endfor %} {{ task.get('n') - 1 }}\n"
+    )
+    Harness.from_files(edited("prompts/orders.md.j2", "{{ tools }}\n", uses), world=shop)
+
+
+def test_a_render_error_at_episode_time_is_a_harness_error() -> None:
+    harness = Harness.from_files(
+        edited("prompts/orders.md.j2", "{{ tools }}", "{{ 100 // task.count }}"), world=shop
+    )
+    context = {"agent": "orders", "harness": "toy", "documents": {}, "task": {"count": 0}, "skills": {}}
+    with pytest.raises(HarnessError, match=r"prompts/orders\.md\.j2, line 2\): ZeroDivisionError"):
+        harness.render_prompt("orders", {**context, "tools": "", "demos": "", "protocol": "text", "now": ""})
+
+
+def test_a_symlink_in_a_harness_folder_is_refused(tmp_path: Path) -> None:
+    folder = write_files(tmp_path / "toy", FILES)
+    (tmp_path / "tone.md").write_text("# Tone\nBe brief.\n")
+    (folder / "skills" / "tone.md").unlink()
+    (folder / "skills" / "tone.md").symlink_to(tmp_path / "tone.md")
+    with pytest.raises(HarnessError) as raised:
+        load_harness(folder, world=shop)
+    assert str(raised.value) == (
+        f"{folder}/skills/tone.md: a symbolic link; a harness holds regular files only (copy the file in)"
+    )
+
+
+def test_a_write_killed_between_its_two_renames_is_finished_by_the_next_load(tmp_path: Path) -> None:
+    target = tmp_path / "toy"
+    Harness.from_files(FILES, world=shop).write(target)
+    (target / ".gitignore").write_text("*.tmp\n")
+    mutated = Harness.from_files(FILES, world=shop).with_files({"skills/tone.md": "# Tone\nBe warm.\n"})
+    pid = os.fork()
+    if pid == 0:  # the child dies like `kill -9` once the old folder is retired, before the new one moves in
+        try:
+            real_rename = os.rename
+
+            def rename(source: object, destination: object) -> None:
+                if Path(str(destination)) == target:
+                    os._exit(9)
+                real_rename(source, destination)
+
+            os.rename = rename
+            mutated.write(target)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 9
+    assert not target.exists() and len(list(tmp_path.iterdir())) == 2, "the crash state: .old-* and .new-*"
+    assert load_harness(target, world=shop).hash == mutated.hash
+    assert (target / ".gitignore").read_text() == "*.tmp\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["toy"], "no leftovers"
+
+
+def test_a_retired_folder_without_its_new_one_is_restored_by_the_next_load(tmp_path: Path) -> None:
+    # What an older Atoll left when killed between the renames: unpaired names, so the old one comes back.
+    write_files(tmp_path / ".toy.old-k3x9" / "toy", FILES)
+    write_files(tmp_path / ".toy.new-q7za", {"skills/tone.md": "half"})
+    (tmp_path / ".toy.new-q7za" / ".gitignore").write_text("*.tmp\n")
+    assert load_harness(tmp_path / "toy", world=shop).files() == FILES
+    assert (tmp_path / "toy" / ".gitignore").read_text() == "*.tmp\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["toy"]
+
+
+def test_a_missing_harness_with_ambiguous_leftovers_names_them(tmp_path: Path) -> None:
+    write_files(tmp_path / ".toy.old-aaa" / "toy", FILES)
+    write_files(tmp_path / ".toy.old-bbb" / "toy", FILES)
+    with pytest.raises(
+        HarnessError, match=r"toy: missing, and interrupted writes left \.toy\.old-aaa, \.toy\.old-bbb"
+    ):
+        load_harness(tmp_path / "toy", world=shop)

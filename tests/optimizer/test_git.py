@@ -62,3 +62,11 @@ def test_a_folder_outside_any_repository_is_a_clear_error(tmp_path: Path):
     outside.mkdir()
     with pytest.raises(GitError, match="not a git repository"):
         dirty_files(outside)
+
+
+def test_a_symlink_in_a_harness_at_a_ref_is_refused_not_read_as_its_target(repo: Path):
+    (repo / "h" / "skill.md").symlink_to("../other.txt")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "link")
+    with pytest.raises(GitError, match=r"h/skill.md at main: a symbolic link"):
+        files_at(repo / "h", "main")

@@ -237,3 +237,40 @@ def test_resume_latest_with_nothing_unfinished_says_so(workspace: Path):
     run(workspace, max_proposals=0)
     with pytest.raises(OptimizerError, match="no unfinished optimization run to resume"):
         run(workspace, resume="latest")
+
+
+class MovesTheWorld:
+    """Points harness.yaml at another module: loading it would import that module."""
+
+    name = "moves_the_world"
+
+    async def propose(self, context):
+        from optimizer import Proposal
+
+        files = dict(context.files)
+        files["harness.yaml"] = files["harness.yaml"].replace("world: helpdesk", "world: tests.shop_world")
+        return Proposal.build(
+            operator=self.name,
+            rationale="Another world.",
+            parent=context.files,
+            files=files,
+            parent_hash=context.harness_hash,
+        )
+
+
+def test_a_proposal_that_changes_the_harness_world_is_invalid(workspace: Path):
+    store = RunStore(workspace.parent / "runs.sqlite")
+    try:
+        result = asyncio.run(
+            optimize(
+                config(workspace, max_proposals=1),
+                store=store,
+                model=ScriptedModel(fn=agent),
+                proposers=[MovesTheWorld()],
+            )
+        )
+    finally:
+        store.close()
+
+    assert [step.verdict for step in result.steps] == ["invalid"]
+    assert "may not change the harness's world" in result.steps[0].reasons[0]
