@@ -4,9 +4,18 @@ The public API is exactly what `__all__` lists. The model layer lives in `harnes
 """
 
 from ._checks import TEMPLATE_VARIABLES
-from ._episode import EPISODE_VERSION, Episode, EpisodeUsage, Event, EventKind, StopReason
+from ._episode import EPISODE_VERSION, PATTERNS, Episode, EpisodeUsage, Event, EventKind, StopReason
 from ._files import HarnessError, content_hash
-from ._format import AgentConfig, Demo, DemoStep, HarnessConfig, Limits, ParamsOverride, ToolOverride
+from ._format import (
+    AgentConfig,
+    Demo,
+    DemoStep,
+    Guards,
+    HarnessConfig,
+    Limits,
+    ParamsOverride,
+    ToolOverride,
+)
 from ._harness import Harness, load_harness
 from ._render import render_episode
 from ._runtime import run_episode
@@ -16,6 +25,7 @@ from ._user import ScriptedUser, UserSide
 
 __all__ = [
     "EPISODE_VERSION",
+    "PATTERNS",
     "TEMPLATE_VARIABLES",
     "AgentConfig",
     "Demo",
@@ -24,6 +34,7 @@ __all__ = [
     "EpisodeUsage",
     "Event",
     "EventKind",
+    "Guards",
     "Harness",
     "HarnessConfig",
     "HarnessError",

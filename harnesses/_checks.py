@@ -200,9 +200,29 @@ def check_graph(config: HarnessConfig, files: Mapping[str, str], problems: Probl
                 problems.add(
                     HARNESS_FILE, f"{field}.demos[{i}]", f"no demo {demo!r} (demos/{demo}.yaml not found)"
                 )
+        check_demo_pool(name, agent, files, problems)
     cycle = find_cycle(agents)
     if cycle:
         problems.add(HARNESS_FILE, f"agents.{cycle[0]}.delegates", f"delegation cycle {' -> '.join(cycle)}")
+
+
+def check_demo_pool(name: str, agent: AgentConfig, files: Mapping[str, str], problems: Problems) -> None:
+    """Pool names that exist, once each, and a k that the pool (less the fixed demos) can fill."""
+    field = f"agents.{name}"
+    for i, demo in enumerate(agent.demo_pool):
+        if f"demos/{demo}.yaml" not in files:
+            problems.add(
+                HARNESS_FILE, f"{field}.demo_pool[{i}]", f"no demo {demo!r} (demos/{demo}.yaml not found)"
+            )
+        elif demo in agent.demo_pool[:i]:
+            problems.add(HARNESS_FILE, f"{field}.demo_pool[{i}]", f"{demo!r} is listed twice")
+    candidates = set(agent.demo_pool) - set(agent.demos)
+    if agent.retrieve_demos > len(candidates):
+        problems.add(
+            HARNESS_FILE,
+            f"{field}.retrieve_demos",
+            f"{agent.retrieve_demos} is more than the {len(candidates)} demo_pool demos not already in demos",
+        )
 
 
 def find_cycle(agents: Mapping[str, AgentConfig]) -> list[str] | None:
@@ -289,6 +309,15 @@ def load_tools(
             except ValidationError as error:
                 problems.add_validation(TOOLS_FILE, error, prefix=field)
                 continue
+            for i, required in enumerate(parsed.requires):
+                if required == tool_name:
+                    problems.add(TOOLS_FILE, f"{field}.requires[{i}]", "a tool cannot require itself")
+                elif required not in entries:
+                    problems.add(
+                        TOOLS_FILE,
+                        f"{field}.requires[{i}]",
+                        f"{required!r} is not among the tools tools.yaml gives agent {agent!r}",
+                    )
             known = tool.parameters_schema().get("properties", {})
             for parameter in parsed.parameters:
                 if parameter not in known:
@@ -335,7 +364,7 @@ def check_agent_references(
                     f"agents.{name}.stop_tools[{i}]",
                     f"{stop!r} is not among the tools tools.yaml gives agent {name!r}",
                 )
-        for demo_name in agent.demos:
+        for demo_name in dict.fromkeys([*agent.demos, *agent.demo_pool]):
             demo = demos.get(demo_name)
             for j, step in enumerate(demo.steps if demo else []):
                 if step.call is not None and step.call not in surface:

@@ -7,16 +7,22 @@ transcript as events, the world calls with their row changes, and the net diff.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from worlds import CallRecord, Diff
 
+from ._format import SKILL_TOOL
+
 EPISODE_VERSION = 1
 
-# "assistant" is a message to the user; "thought" is text the model wrote alongside tool calls.
-EventKind = Literal["user", "assistant", "thought", "tool_call", "tool_result", "delegate", "return", "error"]
+# "assistant" is a message to the user; "thought" is text the model wrote alongside tool calls;
+# "notice" is what a guard told the agent unasked (a reminder to reply).
+EventKind = Literal[
+    "user", "assistant", "thought", "tool_call", "tool_result", "delegate", "return", "error", "notice"
+]
 StopReason = Literal[
     "reply",  # the agent answered and the user side had nothing more to say
     "stop_tool",  # the agent called its stop tool
@@ -45,6 +51,45 @@ class Event(BaseModel):
     completion_tokens: int = 0
     latency_s: float = 0.0
     at: float = 0.0  # seconds since the episode started
+
+
+# Recurring failures an optimizer reads from an episode (see Episode.patterns), in a fixed order.
+PATTERNS = (
+    "no_reply",  # the last message of the user got no reply (a stop tool ending the episode is a reply)
+    "repeat_call",  # a call identical to a successful one of the same agent, the world unchanged since
+    "unknown_tool",
+    "invalid_arguments",
+    "malformed_action",  # an answer that was neither an action nor a reply
+    "precondition_refused",
+    "turn_limit",
+)
+
+
+class CallMemory:
+    """Each agent's successful calls since the world last changed: what makes a call a repeat.
+
+    The runtime's repeat guard and `Episode.patterns` share it, so both call the same calls repeats.
+    A read after a write is not a repeat: it may see what the write changed.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, str], Any] = {}
+
+    @staticmethod
+    def _key(agent: str, tool: str, arguments: dict[str, Any]) -> tuple[str, str, str]:
+        return agent, tool, json.dumps(arguments, sort_keys=True, default=str)
+
+    def is_repeat(self, agent: str, tool: str, arguments: dict[str, Any] | None) -> bool:
+        return arguments is not None and self._key(agent, tool, arguments) in self._seen
+
+    def earlier_result(self, agent: str, tool: str, arguments: dict[str, Any]) -> Any:
+        """What the identical earlier call returned (ask `is_repeat` first)."""
+        return self._seen[self._key(agent, tool, arguments)]
+
+    def succeeded(self, agent: str, tool: str, arguments: dict[str, Any], result: Any, wrote: bool) -> None:
+        if wrote:
+            self._seen.clear()
+        self._seen[self._key(agent, tool, arguments)] = result
 
 
 class EpisodeUsage(BaseModel):
@@ -97,6 +142,36 @@ class Episode(BaseModel):
         """The agent's last message to the user."""
         replies = self.replies
         return replies[-1] if replies else None
+
+    @property
+    def patterns(self) -> dict[str, int]:
+        """How often each failure of PATTERNS occurred, every key present; computed from the events and
+        calls, so episodes stored before it existed have it too. Errored episodes count like any other."""
+        counts = dict.fromkeys(PATTERNS, 0)
+        memory = CallMemory()
+        # Successful tool results other than skill loads are the successful world calls, in order
+        # (delegations and guard refusals give none), so they pair with `calls` to say which wrote.
+        writes = iter([bool(call.changes) for call in self.calls if call.ok])
+        last_call: Event | None = None
+        for event in self.events:
+            if event.kind == "tool_call":
+                last_call = event
+                if memory.is_repeat(event.agent, event.tool or "", event.arguments):
+                    counts["repeat_call"] += 1
+            elif event.kind == "tool_result":
+                kind = (event.error or {}).get("type")
+                if kind in ("unknown_tool", "invalid_arguments", "precondition_refused"):
+                    counts[kind] += 1
+                if event.ok and last_call is not None and last_call.arguments is not None:
+                    wrote = event.tool != SKILL_TOOL and next(writes, False)
+                    memory.succeeded(event.agent, event.tool or "", last_call.arguments, event.result, wrote)
+            elif event.kind == "error" and (event.error or {}).get("type") == "malformed_action":
+                counts["malformed_action"] += 1
+        if self.stop_reason != "stop_tool":
+            said = [e.kind for e in self.events if e.kind in ("user", "assistant") and e.agent == self._entry]
+            counts["no_reply"] = int(not said or said[-1] != "assistant")
+        counts["turn_limit"] = int(self.stop_reason == "turn_limit")
+        return counts
 
     @property
     def _entry(self) -> str:

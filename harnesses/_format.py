@@ -8,10 +8,13 @@ harness.yaml      name, world, model (default model string), params (temperature
                     <agent>: prompt (a template path), description (what callers read), protocol
                     (native | text; overrides `protocols`), model, params, delegates (agents it may
                     hand requests to; no cycles), demos (names in demos/, in the order shown),
-                    skills (names in skills/), skill_tool (offer load_skill), stop_tools
+                    demo_pool and retrieve_demos (see below), skills (names in skills/), skill_tool
+                    (offer load_skill), stop_tools, rules and guards (see below)
 tools.yaml        <agent>: a list of world tool names, or a mapping
-                    <tool>: {description: ..., parameters: {<parameter>: description}}
+                    <tool>: {description: ..., parameters: {<parameter>: description},
+                             requires: [<tool>, ...]}
                   The model reads the override; the world's tool still runs and validates.
+                  `requires` names tools of the same agent; it acts only with guards.preconditions.
 prompts/*.md.j2   jinja2 in a sandbox (no Python internals, no mutating values: the proposer writes
                   these from model text), StrictUndefined, `{% include "skills/x.md" %}` works.
                   Loading renders each prompt once with a stand-in task; any error there fails the
@@ -23,6 +26,38 @@ demos/*.yaml      title, steps: [{user: ...}, {call: tool, args: {...}, result: 
                   {reply: ...}]: a worked example, shown in the agent's protocol.
 ```
 
+Settings that help small models (all off by default; off, prompts and behaviour are unchanged):
+
+```
+agents:
+  front:
+    demos: [greeting]                    # always shown, first
+    demo_pool: [refund, track, cancel]   # retrieval picks from these
+    retrieve_demos: 2                    # k: per episode, the k pool demos most like the request
+    rules:                               # appended to the system prompt under "Rules:"
+      - Look the order up before you answer.
+    guards: {repeat_notice: true, reply_nudge: true, preconditions: true}
+```
+
+- Retrieval ranks the pool (less any name already in `demos`) by BM25 over each demo's title,
+  user turns and called tool names, against the message that opens the agent's run (the user's
+  first message; for a sub-agent, the first request delegated to it), ties broken by name. The
+  `demos` variable shows the fixed demos, then the k retrieved, the most similar last (a base
+  model copies the last example). k may not exceed the pool less the fixed demos.
+- `rules` are one-line texts; each becomes a `- ` line under a `Rules:` heading at the end of the
+  rendered system prompt, so a rule is added or removed without touching a template.
+- `guards.repeat_notice`: a call identical (tool and arguments) to one the same agent made
+  successfully since the world last changed does not run again; the agent is told to use the
+  earlier result or reply, and is shown that result again (error type `repeat_call`, the result
+  in its `details`).
+- `guards.reply_nudge`: before the episode's last model turn (limits.turns), and after an answer
+  that is neither an action nor a reply, the agent is told to reply now with what it found.
+- `guards.preconditions`: a tool with `requires` in tools.yaml is refused (error type
+  `precondition_refused`, no world call) until one of the required tools has succeeded earlier
+  in the episode; the observation names them.
+
+`Episode.patterns` counts the failures these settings address (see `harnesses._episode`).
+
 Every model forbids unknown keys, so a typo in a file fails at load time naming the field
 instead of being silently ignored by the runtime. Every file is a regular UTF-8 text file: a
 symbolic link is refused at load, since an accepted variant rewrites the files (the link would
@@ -31,9 +66,9 @@ become a copy, or a write through it would change a file outside the folder).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from .models import LOCAL_DEFAULT_MODEL, ModelParams
 
@@ -77,6 +112,25 @@ class Limits(_Strict):
     )
 
 
+def _one_line(rule: str) -> str:
+    # Each rule is one `- ` line of the prompt; a blank or multi-line rule would break that list.
+    rule = rule.strip()
+    if not rule or "\n" in rule:
+        raise ValueError("a rule is one non-empty line of text")
+    return rule
+
+
+Rule = Annotated[str, AfterValidator(_one_line)]
+
+
+class Guards(_Strict):
+    """Runtime checks an agent may have turned on; each helps a small model finish its task."""
+
+    repeat_notice: bool = Field(False, description="Do not rerun an identical successful call; say so.")
+    reply_nudge: bool = Field(False, description="Tell the agent to reply before its last turn runs out.")
+    preconditions: bool = Field(False, description="Refuse a tool until a tool it `requires` succeeded.")
+
+
 class AgentConfig(_Strict):
     """One agent of the graph. Which world tools it sees is in tools.yaml, under its name."""
 
@@ -90,6 +144,12 @@ class AgentConfig(_Strict):
     skills: list[str] = Field(default_factory=list, description="Names in skills/ its prompt may use.")
     skill_tool: bool = Field(False, description="Offer a load_skill tool for its skills.")
     stop_tools: list[str] = Field(default_factory=list, description="Tools whose success ends its run.")
+    demo_pool: list[str] = Field(default_factory=list, description="Names in demos/ retrieval picks from.")
+    retrieve_demos: int = Field(
+        0, ge=0, description="Show the k pool demos most similar to the opening request; 0: off."
+    )
+    rules: list[Rule] = Field(default_factory=list, description="One-line rules appended to the prompt.")
+    guards: Guards = Field(default_factory=Guards)
 
 
 class HarnessConfig(_Strict):
@@ -113,6 +173,9 @@ class ToolOverride(_Strict):
 
     description: str | None = None
     parameters: dict[str, str] = Field(default_factory=dict, description="Parameter name -> description.")
+    requires: list[str] = Field(
+        default_factory=list, description="With guards.preconditions: one of these must succeed first."
+    )
 
 
 class DemoStep(_Strict):

@@ -86,7 +86,7 @@ class Harness:
         self.demos = demos
         self.hash = content_hash(files)
         self._files = files
-        self.memo: dict[Any, Any] = {}  # derived data the runtime reuses across episodes (tool specs)
+        self.memo: dict[Any, Any] = {}  # derived data episodes reuse: tool specs, prompts, demo indexes
         # Sandboxed: the LLM proposer writes prompts from transcript text, so a template must not reach
         # Python internals (`cycler.__init__.__globals__.os`) nor mutate the values it is given.
         self._env = BoundedSandbox(

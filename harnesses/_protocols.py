@@ -65,7 +65,14 @@ class ErrorTurn:
     message: str
 
 
-Turn = UserTurn | AssistantTurn | ResultTurn | ErrorTurn
+@dataclass
+class NoticeTurn:
+    """A word from the runtime, not an answer to any call (a guard's reminder to reply)."""
+
+    message: str
+
+
+Turn = UserTurn | AssistantTurn | ResultTurn | ErrorTurn | NoticeTurn
 
 
 @dataclass
@@ -120,6 +127,7 @@ class TextProtocol:
     example_header = "Example {n}"
     live_header = "Conversation"
     raw_limit = 300  # characters of an unusable answer echoed back to the model
+    how_to_reply = f"with the {REPLY_TOOL} tool"
 
     def params(self, params: ModelParams) -> ModelParams:
         stop = list(params.stop or [])
@@ -158,6 +166,8 @@ class TextProtocol:
                 lines.append(f"{self.prefix} {self._action(turn)}")
             elif isinstance(turn, ResultTurn):
                 lines.append(f"{self.observation} {_one_line(turn.content)}")
+            elif isinstance(turn, NoticeTurn):
+                lines.append(f"{self.observation} {_compact({'notice': _one_line(turn.message)})}")
             else:
                 lines.append(f"{self.observation} {error_json(MALFORMED, turn.message)}")
         return "\n".join(lines)
@@ -208,6 +218,7 @@ class NativeProtocol:
     """OpenAI-style tool calling: schemas in `tools`, calls in `tool_calls`, results as `tool` messages."""
 
     name: ProtocolName = "native"
+    how_to_reply = "in a message, without calling a tool"
 
     def params(self, params: ModelParams) -> ModelParams:
         return params
@@ -251,7 +262,7 @@ class NativeProtocol:
                     messages.append({"role": "assistant", "content": content})
             elif isinstance(turn, ResultTurn):
                 messages.append({"role": "tool", "tool_call_id": turn.call_id, "content": turn.content})
-            else:
+            else:  # an error or a notice: the runtime speaking
                 messages.append({"role": "user", "content": f"(runtime) {turn.message}"})
         return messages
 

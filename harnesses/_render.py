@@ -76,6 +76,8 @@ def _event_line(event: Event, show_results: bool) -> RenderableType | None:
         return _said(f"⇢ {event.agent} asks {event.tool}", event.content, "bold magenta")
     if event.kind == "return":
         return _said(f"⇠ {event.agent} answers", event.content, "bold magenta")
+    if event.kind == "notice":
+        return Text(f"(runtime to {event.agent}) {event.content}", style="cyan")
     if event.kind == "error":
         kind = (event.error or {}).get("type", "error")
         message = (event.error or {}).get("message") or event.content

@@ -30,8 +30,8 @@ from typing import Any
 
 from worlds import TIMESTAMP_FORMAT, Instance, ToolFailure, ToolResult
 
-from ._episode import Episode, EpisodeUsage, Event, StopReason
-from ._format import Limits
+from ._episode import CallMemory, Episode, EpisodeUsage, Event, StopReason
+from ._format import Guards, Limits
 from ._harness import Harness
 from ._protocols import (
     MALFORMED,
@@ -40,12 +40,14 @@ from ._protocols import (
     Call,
     ErrorTurn,
     NativeProtocol,
+    NoticeTurn,
     ResultTurn,
     TextProtocol,
     Turn,
     UserTurn,
     error_json,
 )
+from ._retrieval import shown_demos
 from ._tools import ToolSpec, tool_specs
 from ._user import ScriptedUser, UserSide
 from .models import Model, ModelError, ModelParams, ModelResponse, ScriptExhausted, get_model
@@ -85,6 +87,7 @@ class _Agent:
     params: ModelParams
     specs: dict[str, ToolSpec]
     tools: list[dict[str, Any]] | None
+    guards: Guards
 
 
 async def run_episode(
@@ -138,6 +141,8 @@ class _Run:
         self.tool_calls = 0
         self.world_bug: str | None = None
         self.agents: dict[str, _Agent] = {}
+        self.memory = CallMemory()  # for the repeat guard
+        self.succeeded: set[str] = set()  # tools that succeeded this episode, for the preconditions guard
         self.started = time.perf_counter()
         self.now = instance.now().strftime(TIMESTAMP_FORMAT)
 
@@ -189,7 +194,8 @@ class _Run:
 
     # -- one agent ------------------------------------------------------------------------------
 
-    def _agent(self, name: str) -> _Agent:
+    def _agent(self, name: str, opening: str) -> _Agent:
+        """The agent as this episode runs it; `opening` (its first run's request) picks retrieved demos."""
         if name in self.agents:
             return self.agents[name]
         harness, config = self.harness, self.harness.agent(name)
@@ -201,6 +207,7 @@ class _Run:
             self.models[config.model] = model
         protocol = PROTOCOLS[harness.protocol_for(name, model.name)]
         specs = tool_specs(harness, name)
+        demos = shown_demos(harness, name, opening)
         # The prompt depends only on these; a batch renders it once per task instead of per episode.
         key = (
             "system",
@@ -208,22 +215,26 @@ class _Run:
             protocol.name,
             json.dumps(self.task, sort_keys=True, default=str),
             str(self.now),
+            tuple(demos),
         )
         system = harness.memo.get(key)
         if system is None:
-            system = harness.memo[key] = harness.render_prompt(
-                name,
-                {
-                    "agent": name,
-                    "harness": harness.name,
-                    "documents": harness.world.documents,
-                    "task": self.task,
-                    "skills": {s: harness.skills[s] for s in config.skills},
-                    "tools": protocol.render_tools(specs),
-                    "demos": protocol.render_demos([harness.demos[d] for d in config.demos]),
-                    "protocol": protocol.name,
-                    "now": self.now,
-                },
+            system = harness.memo[key] = _with_rules(
+                harness.render_prompt(
+                    name,
+                    {
+                        "agent": name,
+                        "harness": harness.name,
+                        "documents": harness.world.documents,
+                        "task": self.task,
+                        "skills": {s: harness.skills[s] for s in config.skills},
+                        "tools": protocol.render_tools(specs),
+                        "demos": protocol.render_demos([harness.demos[d] for d in demos]),
+                        "protocol": protocol.name,
+                        "now": self.now,
+                    },
+                ),
+                config.rules,
             )
         agent = _Agent(
             name=name,
@@ -233,14 +244,19 @@ class _Run:
             params=protocol.params(harness.params_for(name)),
             specs={spec.name: spec for spec in specs},
             tools=protocol.tools(specs),
+            guards=config.guards,
         )
         self.agents[name] = agent
         return agent
 
     async def _run_agent(self, name: str, turns: list[Turn], delegation: Call | None) -> _Outcome:
         """Ask the model and act until the agent replies or calls a stop tool."""
-        agent = self._agent(name)
+        agent = self._agent(name, next((t.text for t in turns if isinstance(t, UserTurn)), ""))
         while True:
+            if agent.guards.reply_nudge and self.usage.model_calls == self.limits.turns - 1:
+                notice = f"This is your last step. {_reply_now(agent)}"
+                self._event("notice", name, content=notice)
+                turns.append(NoticeTurn(notice))
             response = await self._complete(agent, turns)
             cost = {
                 "prompt_tokens": response.usage.prompt_tokens,
@@ -249,14 +265,13 @@ class _Run:
             }
             parsed = agent.protocol.parse(response, f"{name}_{self.usage.model_calls}")
             if parsed.error is not None:
+                message = parsed.error
+                if agent.guards.reply_nudge:
+                    message += f". {_reply_now(agent)}"
                 self._event(
-                    "error",
-                    name,
-                    content=parsed.raw,
-                    error={"type": MALFORMED, "message": parsed.error},
-                    **cost,
+                    "error", name, content=parsed.raw, error={"type": MALFORMED, "message": message}, **cost
                 )
-                turns += [AssistantTurn(raw=parsed.raw), ErrorTurn(parsed.error)]
+                turns += [AssistantTurn(raw=parsed.raw), ErrorTurn(message)]
                 continue
             if parsed.reply is not None:
                 turns.append(AssistantTurn(text=parsed.reply))
@@ -345,7 +360,7 @@ class _Run:
                 return json.dumps({"answer": outcome.text}, ensure_ascii=False), False
         arguments = call.arguments if call.arguments is not None else {"_raw": call.raw}
         self._event("tool_call", agent.name, tool=call.name, call_id=call.id, arguments=arguments, **cost)
-        result = self._execute(agent, spec, call)
+        result = self._refusal(agent, spec, call) or self._execute(agent, spec, call)
         error = result.error.model_dump(exclude_defaults=True) if result.error else None
         self._event(
             "tool_result",
@@ -369,7 +384,32 @@ class _Run:
         content = result.for_model()
         if len(content) > self.limits.observation_chars:
             content = content[: self.limits.observation_chars] + " …(truncated)"
+        if result.ok and spec is not None and call.arguments is not None:
+            wrote = spec.kind == "world" and bool(self.instance.log[-1].changes)
+            self.memory.succeeded(agent.name, call.name, call.arguments, result.value, wrote)
+            self.succeeded.add(call.name)
         return content, bool(spec is not None and spec.stops and result.ok)
+
+    def _refusal(self, agent: _Agent, spec: ToolSpec | None, call: Call) -> ToolResult | None:
+        """A guard's refusal of this call (nothing runs), or None: run it."""
+        if spec is None or call.error is not None:
+            return None
+        if agent.guards.repeat_notice and self.memory.is_repeat(agent.name, call.name, call.arguments):
+            earlier = self.memory.earlier_result(agent.name, call.name, call.arguments or {})
+            message = (
+                f"You already called {call.name} with these arguments; its result is below. "
+                "Do not call it again: use that result, or reply."
+            )
+            failure = ToolFailure(type="repeat_call", message=message, details={"result": earlier})
+            return ToolResult(tool=call.name, ok=False, error=failure)
+        if agent.guards.preconditions and spec.requires and self.succeeded.isdisjoint(spec.requires):
+            them = "it" if len(spec.requires) == 1 else "one of them"
+            return _failure(
+                call.name,
+                "precondition_refused",
+                f"{call.name} runs only after {' or '.join(spec.requires)} has succeeded. Call {them} first.",
+            )
+        return None
 
     def _execute(self, agent: _Agent, spec: ToolSpec | None, call: Call) -> ToolResult:
         if spec is None:
@@ -401,6 +441,19 @@ class _Run:
         self.events.append(
             Event(kind=kind, agent=agent, at=round(time.perf_counter() - self.started, 6), **fields)
         )
+
+
+def _reply_now(agent: _Agent) -> str:
+    """The reply guard's words: a small model that keeps acting forgets it must answer."""
+    return f"Reply now with what you have found, {agent.protocol.how_to_reply}."
+
+
+def _with_rules(system: str, rules: list[str]) -> str:
+    """The rendered prompt with the agent's rules under a heading; unchanged when it has none."""
+    if not rules:
+        return system
+    lines = "\n".join(f"- {rule}" for rule in rules)
+    return f"{system.rstrip()}\n\nRules:\n{lines}\n"
 
 
 def _failure(tool: str, kind: str, message: str) -> ToolResult:

@@ -27,6 +27,7 @@ class ToolSpec:
     target: str | None = None  # the agent a delegation tool hands over to
     stops: bool = False  # a successful call ends the agent's run
     required: tuple[str, ...] = field(default=())
+    requires: tuple[str, ...] = field(default=())  # tools one of which must succeed first (a guard)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema (native protocol)."""
@@ -76,6 +77,7 @@ def _build_specs(harness: Harness, agent_name: str) -> list[ToolSpec]:
                 parameters=parameters,
                 stops=name in agent.stop_tools,
                 required=tuple(parameters.get("required", ())),
+                requires=tuple(override.requires),
             )
         )
     for target in agent.delegates:
