@@ -1,8 +1,15 @@
-"""Suite-wide guards: a private cache directory and no real model calls."""
+"""Suite-wide guards: a private cache directory, no real model calls, reproducible property tests."""
 
 import os
+from datetime import timedelta
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run and machine, so a red CI run reproduces
+# locally; the deadline leaves room for a loaded two-core runner.
+settings.register_profile("atoll", derandomize=True, database=None, deadline=timedelta(seconds=2))
+settings.load_profile("atoll")
 
 
 @pytest.fixture(autouse=True, scope="session")

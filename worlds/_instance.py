@@ -1,10 +1,11 @@
 """An instance: a private in-memory copy of a fixture that tools change and graders read.
 
-An instance holds a connection from the fixture's pool (a fresh `deserialize` of the
-fixture's bytes, or a warm copy rolled back to them), so hundreds can live in one process.
-Every tool call is one savepoint inside the instance's outer transaction; the capture
-triggers log the keys it changed, and the rows behind those keys are read by key, so the
-log and `diff()` hold exact values and cost nothing for rows nobody touched.
+An instance holds a connection from the fixture's pool (opened on the fixture's shared bytes,
+or a warm one rolled back to them), so thousands can live in one process. Every tool call is
+one savepoint inside the instance's outer transaction, which only the engine may end (see
+_guard.py); the capture triggers log the keys a call changed, and the rows behind those keys
+are read by key, so the log and `diff()` hold exact values and cost nothing for rows nobody
+touched.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from ._clock import TIMESTAMP_FORMAT, Clock
 from ._diff import Diff, Row, RowChange, RowUpdate, TableDiff, changed_columns, sort_key
 from ._errors import InstanceClosed, ToolError
 from ._fixture import FixtureData
-from ._pool import ConnectionPool, open_copy
+from ._guard import RELEASE, ROLLBACK_TO, SAVEPOINT
+from ._pool import ConnectionPool
 from ._schema import CHANGE_TABLE, TableInfo, qualified, select_row_sql
 from ._tool import Tool, ToolContext, describe_validation_error
 
@@ -84,7 +86,7 @@ class _FixtureReader:
 
     def __init__(self, fixture: FixtureData) -> None:
         self.fixture = fixture
-        self.connection = open_copy(fixture)
+        self.connection = ConnectionPool.of(fixture).store.open()
         self.connection.execute("PRAGMA query_only = ON")
         self.lock = threading.Lock()
 
@@ -115,7 +117,7 @@ class Instance:
         self._pool = ConnectionPool.of(fixture)
         self._pooled = self._pool.acquire(self.now)
         self._connection = self._pooled.connection
-        self._reusable = True
+        self._guard = self._pooled.guard
         self.rng = random.Random(_rng_seed(fixture.sha256, seed))
         self._context = ToolContext(self._connection, self.now, self.rng, set())
         self._log_position = dict.fromkeys(fixture.parts, 0)
@@ -136,12 +138,20 @@ class Instance:
         `diff()` and `log` stay readable."""
         if self._pooled is not None:
             self._pooled.clock.now = _closed_clock  # an idle pooled connection must not pin this instance
-            self._pool.release(self._pooled, reusable=self._reusable)
+            self._pool.release(self._pooled)
             self._pooled = None
 
     def _live(self) -> sqlite3.Connection:
+        """The connection, while the instance is open and its transaction alive; without the
+        transaction a call's RELEASE would commit into the fixture, so the instance closes."""
         if self._pooled is None:
             raise InstanceClosed(f"this instance of {self.world.name}/{self.fixture.name} is closed")
+        if not self._connection.in_transaction:
+            self.close()
+            raise InstanceClosed(
+                f"this instance of {self.world.name}/{self.fixture.name} lost its transaction "
+                "(SQLite rolled it back after an error) and was closed; open a new one"
+            )
         return self._connection
 
     # -- what the agent uses -------------------------------------------------------------------
@@ -190,18 +200,18 @@ class Instance:
 
     def _run(self, tool: Tool, kwargs: dict[str, Any]) -> tuple[ToolResult, list[RowChange]]:
         connection = self._connection
-        connection.execute("SAVEPOINT atoll_call")
+        connection.execute(SAVEPOINT)
         written_before = connection.total_changes
         try:
-            value = to_jsonable_python(tool.function(self._context, **kwargs))
+            with self._guard.watching():
+                value = to_jsonable_python(tool.function(self._context, **kwargs))
             if not connection.in_transaction:
-                self._reusable = False
-                raise _TransactionEnded(f"tool {tool.name!r} ended the instance's transaction (COMMIT?)")
+                raise _TransactionEnded(f"the instance's transaction ended while {tool.name!r} ran")
             wrote = connection.total_changes != written_before
             if wrote and not tool.writes:
                 raise _ReadOnlyViolation(f"tool {tool.name!r} is declared writes=False but changed rows")
             changes = self._collect_changes() if wrote else []
-            connection.execute("RELEASE atoll_call")
+            connection.execute(RELEASE)
             return ToolResult(tool=tool.name, ok=True, value=value), changes
         except ToolError as error:
             self._undo_call()
@@ -220,8 +230,8 @@ class Instance:
 
     def _undo_call(self) -> None:
         if self._connection.in_transaction:
-            self._connection.execute("ROLLBACK TO atoll_call")
-            self._connection.execute("RELEASE atoll_call")
+            self._connection.execute(ROLLBACK_TO)
+            self._connection.execute(RELEASE)
 
     def _collect_changes(self) -> list[RowChange]:
         """The rows this call changed, in the order it first touched them, with exact values.
@@ -289,14 +299,13 @@ class Instance:
         return Diff(tables=tables)
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[Row]:
-        """Run a read-only query on the instance (writes are refused by SQLite)."""
+        """Run a read-only query on the instance (writes and transaction control are refused)."""
         connection = self._live()
         connection.execute("PRAGMA query_only = ON")
         try:
-            return connection.execute(sql, params).fetchall()
+            with self._guard.watching():
+                return connection.execute(sql, params).fetchall()
         finally:
-            if not connection.in_transaction:
-                self._reusable = False
             connection.execute("PRAGMA query_only = OFF")
 
     def table_rows(self, table: str, limit: int = 50) -> list[Row]:
@@ -342,7 +351,7 @@ def _closed_clock() -> datetime:
 
 
 class _TransactionEnded(Exception):
-    """A tool committed or rolled back the instance's transaction itself: a world bug."""
+    """SQLite rolled the instance's transaction back during a call (it does after some errors)."""
 
 
 class _ReadOnlyViolation(Exception):

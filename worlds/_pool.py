@@ -1,43 +1,70 @@
-"""Warm connections per fixture, so an instance costs microseconds instead of a schema parse.
+"""Fixtures loaded once per process, and warm connections per fixture, so an instance is cheap.
 
-A fresh copy of a fixture is a `deserialize` of its bytes (cheap) followed, on first use,
-by SQLite parsing the schema and every capture trigger (most of the cost). An instance
-therefore runs inside one outer transaction on its connection; when it closes, a
-ROLLBACK restores the fixture's exact bytes and the connection, schema already parsed,
-waits for the next instance of the same fixture. A connection whose outer transaction
-did not survive (a tool that committed) is closed, never reused.
+A fixture's bytes go once into a named in-memory database that SQLite's memdb VFS shares
+among the connections of a process. An instance connection opens it in place, without
+locking, and runs inside one transaction that is never committed: its writes stay in its own
+page cache (spilling is turned off, and the guard in _guard.py refuses COMMIT and the like),
+so an instance costs its parsed schema and the pages it touched, not a copy of the fixture,
+and a ROLLBACK returns it to the fixture exactly. Parsing the schema and every capture
+trigger is most of an instance's cost, so a closed instance's connection, rolled back,
+waits for the next instance of the same fixture. A connection whose transaction did not
+survive (SQLite rolls back after some errors) is closed, never reused.
 """
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import threading
 from collections.abc import Callable
 from datetime import datetime
 
 from ._fixture import FixtureData
+from ._guard import BEGIN, ROLLBACK, TransactionGuard
 from ._sqltime import install_clock
 
-IDLE_BYTES_PER_FIXTURE = 64 * 1024 * 1024
-IDLE_CONNECTIONS_PER_FIXTURE = 64
+# An idle connection keeps its schema parsed and its page cache warm (SQLite's default cap,
+# 2 MiB), so the idle connections of one fixture hold at most about 64 MiB.
+IDLE_CONNECTIONS_PER_FIXTURE = 32
+
+_store_numbers = itertools.count()
 
 
 def dict_row(cursor: sqlite3.Cursor, row: tuple) -> dict:
     return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
 
 
-def open_copy(fixture: FixtureData) -> sqlite3.Connection:
-    """A new private in-memory copy of every part of `fixture`."""
-    connection = sqlite3.connect(
-        ":memory:", isolation_level=None, check_same_thread=False, cached_statements=32
-    )
-    connection.deserialize(fixture.parts["main"])
-    for part, blob in fixture.parts.items():
-        if part != "main":
-            connection.execute(f"ATTACH ':memory:' AS {part}")
-            connection.deserialize(blob, name=part)
-    connection.row_factory = dict_row
-    return connection
+class FixtureStore:
+    """One fixture's parts as shared in-memory databases, alive while this object holds them."""
+
+    def __init__(self, fixture: FixtureData) -> None:
+        number = next(_store_numbers)
+        self.uris = {part: f"file:/atoll-{number}-{part}?vfs=memdb" for part in fixture.parts}
+        self._holders: list[sqlite3.Connection] = []
+        for part, blob in fixture.parts.items():
+            holder = sqlite3.connect(self.uris[part], uri=True, check_same_thread=False)
+            source = sqlite3.connect(":memory:")
+            source.deserialize(blob)
+            source.backup(holder)
+            source.close()
+            self._holders.append(holder)
+
+    def open(self) -> sqlite3.Connection:
+        """A connection reading every part in place; write to it only inside a transaction never committed.
+
+        Its isolation level stays Python's default, so should SQLite ever roll the transaction
+        back, a later INSERT, UPDATE or DELETE asks for a BEGIN (which the armed guard refuses)
+        instead of committing on its own.
+        """
+        connection = sqlite3.connect(
+            self.uris["main"] + "&nolock=1", uri=True, check_same_thread=False, cached_statements=32
+        )
+        for part, uri in self.uris.items():
+            if part != "main":
+                connection.execute(f"ATTACH ? AS {part}", (uri + "&nolock=1",))
+        connection.execute("PRAGMA cache_spill = OFF")
+        connection.row_factory = dict_row
+        return connection
 
 
 class ClockSlot:
@@ -51,27 +78,28 @@ class ClockSlot:
 
 
 class PooledConnection:
-    """A connection plus the clock slot its date functions read."""
+    """A connection plus the clock slot its date functions read and the guard that authorizes it."""
 
-    def __init__(self, fixture: FixtureData) -> None:
-        self.connection = open_copy(fixture)
+    def __init__(self, store: FixtureStore) -> None:
+        self.connection = store.open()
         self.connection.execute("PRAGMA foreign_keys = ON")
         # REPLACE deletes the conflicting row; only with recursive triggers is that delete logged.
         self.connection.execute("PRAGMA recursive_triggers = ON")
         self.clock = ClockSlot()
         install_clock(self.connection, self.clock)
+        self.guard = TransactionGuard()
+        self.connection.set_authorizer(self.guard)
 
 
 class ConnectionPool:
-    """Idle, rolled-back connections of one fixture, bounded in count and bytes."""
+    """A fixture's shared store and its idle, rolled-back connections, bounded in count."""
 
     _pools: dict[int, ConnectionPool] = {}  # noqa: RUF012 - one registry for the process
     _guard = threading.Lock()
 
     def __init__(self, fixture: FixtureData) -> None:
         self.fixture = fixture
-        self.size = sum(len(blob) for blob in fixture.parts.values())
-        self.limit = max(0, min(IDLE_CONNECTIONS_PER_FIXTURE, IDLE_BYTES_PER_FIXTURE // max(self.size, 1)))
+        self.store = FixtureStore(fixture)
         self.idle: list[PooledConnection] = []
         self.lock = threading.Lock()
 
@@ -88,19 +116,19 @@ class ConnectionPool:
         with self.lock:
             pooled = self.idle.pop() if self.idle else None
         if pooled is None:
-            pooled = PooledConnection(self.fixture)
+            pooled = PooledConnection(self.store)
         pooled.clock.now = now
-        pooled.connection.execute("BEGIN")
+        pooled.connection.execute(BEGIN)
         return pooled
 
-    def release(self, pooled: PooledConnection, *, reusable: bool) -> None:
-        """Undo everything since `acquire`; keep the connection if it is clean and there is room."""
+    def release(self, pooled: PooledConnection) -> None:
+        """Undo everything since `acquire`; keep the connection if it is as `open` made it (its transaction
+        alive, its isolation level not set to None by a tool) and there is room."""
         connection = pooled.connection
-        if reusable and connection.in_transaction:
-            connection.execute("ROLLBACK")
-            connection.execute("PRAGMA query_only = OFF")
+        if connection.in_transaction and connection.isolation_level is not None:
+            connection.execute(ROLLBACK)
             with self.lock:
-                if len(self.idle) < self.limit:
+                if len(self.idle) < IDLE_CONNECTIONS_PER_FIXTURE:
                     self.idle.append(pooled)
                     return
         connection.close()

@@ -12,6 +12,7 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from worlds import UnknownFixture
 from worlds.serve import create_mcp_http_app, create_mcp_server
@@ -144,3 +145,16 @@ async def test_streamable_http_keeps_one_instance_per_session_behind_the_token(s
 def test_mcp_over_http_beyond_loopback_needs_a_token(shop):
     with pytest.raises(ValueError, match="pass --token"):
         create_mcp_http_app(shop, "tiny", host="0.0.0.0")
+
+
+async def test_an_idle_http_session_loses_its_instance_on_time_without_other_traffic(shop, serve):
+    app = create_mcp_http_app(shop, "tiny", idle_seconds=0.3)
+    with serve(app) as url:
+        async with (
+            httpx2.AsyncClient() as http,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+        ):
+            await client.call_tool("delete_order", {"order_id": 1})
+            await asyncio.sleep(0.8)
+            with pytest.raises(MCPError, match=r"closed after 0\.3 s idle"):
+                await state_of(client)

@@ -26,6 +26,9 @@ SHOP_TOOLS = [
     "set_status",
     "delete_order",
     "credit_then_fail",
+    "credit_and_run",
+    "interrupt_then_write",
+    "switch_to_autocommit",
     "sneaky_reader",
     "sql_today",
 ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+
 from worlds import FixtureContext, Include, ToolContext, ToolError, World
 
 SCHEMA = """
@@ -69,6 +72,39 @@ def credit_then_fail(ctx: ToolContext, customer_id: str, amount: float) -> dict:
     """Add credit, then blow up: a buggy tool."""
     ctx.execute("UPDATE customers SET credit = credit + ? WHERE id = ?", (amount, customer_id))
     raise RuntimeError("bug after a write")
+
+
+@shop.tool(writes=True)
+def credit_and_run(ctx: ToolContext, customer_id: str, sql: str, then_fail: bool = True) -> dict:
+    """Add credit and run `sql` too, hiding any error from it: a buggy tool that controls the transaction."""
+    ctx.execute("UPDATE customers SET credit = credit + 5 WHERE id = ?", (customer_id,))
+    with contextlib.suppress(sqlite3.DatabaseError):
+        ctx.execute(sql)
+    if then_fail:
+        raise RuntimeError("bug after the write")
+    return {}
+
+
+@shop.tool(writes=True)
+def interrupt_then_write(ctx: ToolContext, customer_id: str) -> dict:
+    """Interrupt its own write, so SQLite rolls the whole transaction back, then write again."""
+
+    def halt() -> int:
+        ctx.db.interrupt()
+        return 0
+
+    ctx.db.create_function("halt", 0, halt)
+    with contextlib.suppress(sqlite3.OperationalError):
+        ctx.execute("UPDATE customers SET credit = credit + halt() WHERE id = ?", (customer_id,))
+    ctx.execute("UPDATE customers SET credit = 99 WHERE id = ?", (customer_id,))
+    return {}
+
+
+@shop.tool(writes=True)
+def switch_to_autocommit(ctx: ToolContext) -> dict:
+    """Turn the connection's isolation level off (which tries a COMMIT): a buggy tool."""
+    ctx.db.isolation_level = None
+    return {}
 
 
 @shop.tool(writes=False)

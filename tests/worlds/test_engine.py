@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
+import os
 import sqlite3
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +16,7 @@ from shop_world import loyalty, shop
 from worlds import (
     Clock,
     FixtureContext,
+    InstanceClosed,
     ToolContext,
     UnknownFixture,
     UnknownWorld,
@@ -69,6 +73,58 @@ def test_hundreds_of_instances_live_at_once():
         inst.close()
 
 
+notes = World(name="notes", schema="CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);")
+
+
+@notes.tool(writes=True)
+def add_note(ctx: ToolContext, body: str) -> dict:
+    """Add a note."""
+    return {"id": ctx.execute("INSERT INTO notes (body) VALUES (?)", (body,)).lastrowid}
+
+
+@notes.tool(writes=True)
+def triple_every_note(ctx: ToolContext) -> dict:
+    """Make every note three times as long."""
+    ctx.execute("UPDATE notes SET body = body || body || body")
+    return {}
+
+
+@notes.fixture("thousand", epoch="2026-03-02 09:00:00")
+def thousand(fx: FixtureContext) -> None:
+    """A thousand notes of a kilobyte each: a fixture of about a megabyte."""
+    fx.insert("notes", [{"id": i, "body": f"{i:04d}" + "x" * 1000} for i in range(1000)])
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads the resident size from /proc")
+def test_live_instances_share_their_fixtures_bytes_instead_of_copying_them():
+    size = len(notes.load_fixture("thousand").parts["main"])
+    with notes.instance("thousand") as warm:
+        warm.call("add_note", body="warm-up")
+    gc.collect()
+    before = resident_bytes()
+    instances = [notes.instance("thousand", seed=i) for i in range(40)]
+    for inst in instances:
+        assert inst.call("add_note", body="one write each").ok
+    per_instance = (resident_bytes() - before) / len(instances)
+    for inst in instances:
+        inst.close()
+    assert per_instance < size / 4
+
+
+def test_a_write_bigger_than_the_page_cache_stays_inside_its_instance():
+    with notes.instance("thousand") as writer, notes.instance("thousand") as reader:
+        assert writer.call("triple_every_note").ok
+        assert writer.query("SELECT min(length(body)) AS n FROM notes") == [{"n": 3012}]
+        assert reader.query("SELECT max(length(body)) AS n FROM notes") == [{"n": 1004}]
+    with notes.instance("thousand") as fresh:
+        assert fresh.query("SELECT max(length(body)) AS n FROM notes") == [{"n": 1004}]
+
+
 def test_a_raising_tool_rolls_back_every_write_and_the_instance_stays_usable():
     with shop.instance("tiny") as inst:
         result = inst.call("credit_then_fail", customer_id="C1", amount=5.0)
@@ -103,6 +159,63 @@ def test_a_read_only_tool_that_writes_is_reported_as_a_world_bug_and_undone():
     with shop.instance("tiny") as inst:
         assert inst.call("sneaky_reader", customer_id="C1").error.type == "world_bug"
         assert inst.diff().is_empty
+
+
+@pytest.mark.parametrize("then_fail", [True, False])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "COMMIT",
+        "ROLLBACK",
+        "RELEASE atoll_call",
+        "ROLLBACK TO atoll_call",
+        "BEGIN",
+        "SAVEPOINT mine",
+        "PRAGMA cache_spill = ON",
+    ],
+)
+def test_a_tool_that_runs_transaction_control_is_a_world_bug_and_changes_nothing(sql, then_fail):
+    with shop.instance("tiny") as inst:
+        result = inst.call("credit_and_run", customer_id="C1", sql=sql, then_fail=then_fail)
+        assert inst.query("SELECT credit FROM customers WHERE id = 'C1'") == [{"credit": 0.0}]
+        assert inst.diff().is_empty
+        assert result.error.type == "world_bug" and f"{sql.split()[0]} " in result.error.message
+        assert inst.call("set_status", order_id=1, status="paid").ok
+        assert inst.diff().summary() == {"orders": {"inserted": 0, "updated": 1, "deleted": 0}}
+    with shop.instance("tiny") as fresh:
+        assert fresh.query("SELECT credit FROM customers WHERE id = 'C1'") == [{"credit": 0.0}]
+
+
+@pytest.mark.parametrize("sql", ["COMMIT", "ROLLBACK", "RELEASE atoll_call"])
+def test_a_query_cannot_end_the_instances_transaction(sql):
+    with shop.instance("tiny") as inst:
+        inst.call("set_status", order_id=1, status="paid")
+        with pytest.raises(sqlite3.DatabaseError, match="refused"):
+            inst.query(sql)
+        assert inst.query("SELECT status FROM orders WHERE id = 1") == [{"status": "paid"}]
+    with shop.instance("tiny") as fresh:
+        assert fresh.query("SELECT status FROM orders WHERE id = 1") == [{"status": "open"}]
+
+
+def check_a_transaction_sqlite_rolled_back_closes_its_instance_and_leaks_no_write() -> None:
+    inst = shop.instance("tiny")  # first, so that it gets the connection pooled last
+    with shop.instance("tiny") as other:
+        assert inst.call("interrupt_then_write", customer_id="C1").error.type == "world_bug"
+        with pytest.raises(InstanceClosed, match="lost its transaction"):
+            inst.call("set_status", order_id=1, status="paid")
+        assert other.query("SELECT credit FROM customers WHERE id = 'C1'") == [{"credit": 0.0}]
+    with shop.instance("tiny") as fresh:
+        assert fresh.query("SELECT credit FROM customers WHERE id = 'C1'") == [{"credit": 0.0}]
+
+
+def test_an_instance_whose_transaction_sqlite_rolled_back_closes_and_leaks_no_write():
+    check_a_transaction_sqlite_rolled_back_closes_its_instance_and_leaks_no_write()
+
+
+def test_a_tool_that_switches_to_autocommit_leaves_no_connection_that_would_leak():
+    with shop.instance("tiny") as inst:
+        assert inst.call("switch_to_autocommit").error.type == "world_bug"
+    check_a_transaction_sqlite_rolled_back_closes_its_instance_and_leaks_no_write()
 
 
 def test_the_log_records_each_calls_row_changes_in_order():
@@ -282,8 +395,6 @@ def test_only_packages_with_a_world_are_listed_as_worlds():
 
 
 def test_a_closed_instance_refuses_calls_and_cannot_leak_writes_into_the_next():
-    from worlds import InstanceClosed
-
     first = shop.instance("tiny")
     first.call("set_status", order_id=1, status="shipped")
     first.close()

@@ -633,6 +633,26 @@ def test_the_same_calls_on_the_same_seed_leave_the_same_diff():
     assert episode() == episode()
 
 
+@pytest.mark.parametrize("amount", [1.797e306, 1.7e308, 1e7])
+def test_an_amount_no_shop_would_move_is_refused_not_a_crash(shop, amount):
+    refused(shop, "partial_refund", "invalid_argument", order_id="ORD-1085", amount=amount, reason="x")
+    refused(shop, "issue_store_credit", "invalid_argument", customer_id="CUS-0018", amount=amount, reason="x")
+
+
+def test_property_tests_draw_the_same_examples_on_every_run():
+    drawn: list[float] = []
+
+    @given(st.floats())
+    def draw(value: float) -> None:
+        drawn.append(value)
+
+    draw()
+    first = list(drawn)
+    drawn.clear()
+    draw()
+    assert drawn == first
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     text=st.text(max_size=12),

@@ -4,9 +4,11 @@ A world instance is state that lives across calls. Over stdio (and in process) t
 connection is the session, in either protocol era. Over HTTP only the handshake era has
 sessions, so there `server/discover` lists only handshake versions (clients in "auto" mode then
 fall back to `initialize`) and every `Mcp-Session-Id` gets its own instance, freed when the
-client ends the session or after `idle_seconds`. A failed call is a tool result with `isError` set and the world's structured
-error (`{"error": {"type", "message", "details"}}`), so the agent reads it like any other
-observation. The session's state document (calls and diff) is the resource `atoll://state`.
+client ends the session or, on a timer, after `idle_seconds` without a request (a connected
+client's open event stream keeps the MCP session alive, not its instance). A failed call is a
+tool result with `isError` set and the world's structured error (`{"error": {"type",
+"message", "details"}}`), so the agent reads it like any other observation. The session's
+state document (calls and diff) is the resource `atoll://state`.
 """
 
 from __future__ import annotations
@@ -97,9 +99,12 @@ class McpWorld:
             )
         )
         self.live.append(connections)
+        reaper = asyncio.create_task(connections.manager.reap_forever()) if self.over_http else None
         try:
             yield connections
         finally:
+            if reaper is not None:
+                reaper.cancel()
             self.live.remove(connections)
             connections.manager.close_all()
 

@@ -69,7 +69,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        reaper = asyncio.create_task(_reap_forever(manager))
+        reaper = asyncio.create_task(manager.reap_forever())
         try:
             yield
         finally:
@@ -161,15 +161,6 @@ def run_server(
         ws_max_size=4 * max_message_bytes,
         limit_concurrency=max_sessions + 64,
     )
-
-
-async def _reap_forever(manager: SessionManager) -> None:
-    period = min(30.0, manager.idle_seconds / 4)
-    while True:
-        await asyncio.sleep(period)
-        expired = manager.reap()
-        if expired:
-            log.info("closed %d idle sessions", len(expired))
 
 
 def _version() -> str:

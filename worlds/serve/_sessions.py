@@ -7,6 +7,8 @@ longer than `idle_seconds` is closed, and no more than `max_sessions` live at on
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -17,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from worlds import Clock, Instance, World
 
 from ._catalog import WorldCatalog
+
+log = logging.getLogger(__name__)
 
 
 class SessionLimitReached(Exception):
@@ -198,6 +202,16 @@ class SessionManager:
         for session_id in expired:
             self.close(session_id)
         return expired
+
+    async def reap_forever(self) -> None:
+        """Reap on a timer, for a server's lifetime: an idle client's instance must go on time even when
+        no other request arrives to notice it."""
+        period = min(30.0, self.idle_seconds / 4)
+        while True:
+            await asyncio.sleep(period)
+            expired = self.reap()
+            if expired:
+                log.info("closed %d idle sessions", len(expired))
 
     def close_all(self) -> None:
         for session_id in list(self._sessions):

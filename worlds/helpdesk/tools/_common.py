@@ -88,9 +88,17 @@ def money(value: float) -> float:
     return round(value + 1e-9, 2)
 
 
+MAX_AMOUNT = 1_000_000.0
+
+
 def check_amount(amount: float, field: str = "amount") -> float:
+    """A positive amount in whole cents, at most MAX_AMOUNT (beyond it the cents check overflows)."""
     if not math.isfinite(amount) or amount <= 0:
         raise ToolError("invalid_argument", f"{field} must be more than 0, got {amount}.", field=field)
+    if amount > MAX_AMOUNT:
+        raise ToolError(
+            "invalid_argument", f"{field} must be at most ${MAX_AMOUNT:,.2f}, got {amount:g}.", field=field
+        )
     if abs(amount * 100 - round(amount * 100)) > 1e-6:
         raise ToolError("invalid_argument", f"{field} must be in whole cents, got {amount}.", field=field)
     return money(amount)
