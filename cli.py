@@ -319,6 +319,12 @@ def eval_(
     resume: Annotated[
         str | None, typer.Option(help="Finish an interrupted eval run (id or `latest`).")
     ] = None,
+    reuse: Annotated[
+        bool,
+        typer.Option(
+            "--reuse/--no-reuse", help="Reuse episodes already stored for the same harness, model and task."
+        ),
+    ] = True,
 ) -> None:
     """Score a harness on an eval suite, graded by state diffs; prints per-task and overall scores
     and stores every episode (see `optimize runs` and `optimize show`).
@@ -357,6 +363,7 @@ def eval_(
                     concurrency=concurrency,
                     store=store,
                     run_id=run_id,
+                    reuse=reuse,
                     on_progress=on_progress,
                 )
     except run_errors() as error:
@@ -438,8 +445,11 @@ def run(
         float, typer.Option(help="Bootstrap lower bound of the mean gain must exceed this.")
     ] = 0.02,
     screen_size: Annotated[
-        int, typer.Option(help="Train tasks in each candidate's screening minibatch.")
-    ] = 6,
+        int,
+        typer.Option(
+            help="Train tasks in the screen's first round; each round doubles it, up to --train-sample."
+        ),
+    ] = 3,
     train_sample: Annotated[
         int | None, typer.Option(help="Train tasks the proposers learn from (a seeded sample).")
     ] = 16,
@@ -458,11 +468,17 @@ def run(
     resume: Annotated[
         str | None, typer.Option(help="Resume an interrupted or paused run by id (or `latest`).")
     ] = None,
+    reuse: Annotated[
+        bool,
+        typer.Option(
+            "--reuse/--no-reuse", help="Reuse episodes already stored for the same harness, model and task."
+        ),
+    ] = True,
 ) -> None:
     """Optimize a harness: propose variants, test each against the incumbent, commit only real wins.
 
-    Each proposal is screened on a few train tasks, then confirmed on the val split (paired: same
-    tasks, seeds and model). It is kept only if a sign test gives p <= 0.05, the bootstrap lower
+    Each proposal is raced over growing batches of train tasks, then confirmed on the val split
+    (paired: same tasks, seeds and model). It is kept only if a sign test gives p <= 0.05, the bootstrap lower
     bound of the mean gain exceeds `--min-effect`, and no always-passing task breaks. Every
     accepted variant is one git commit of the harness folder, with the figures in its message.
 
@@ -509,6 +525,7 @@ def run(
             commit=commit,
             seed=seed,
             rule=AcceptanceRule(min_effect=min_effect),
+            reuse=reuse,
         )
     except ValidationError as error:
         fail(option_errors(error))
@@ -585,6 +602,12 @@ def gate(
     save_baseline: Annotated[
         Path | None, typer.Option(help="Save the candidate's result as a baseline file.")
     ] = None,
+    reuse: Annotated[
+        bool,
+        typer.Option(
+            "--reuse/--no-reuse", help="Reuse episodes already stored for the same harness, model and task."
+        ),
+    ] = True,
     accept_suite_changes: Annotated[
         bool,
         typer.Option(
@@ -632,6 +655,7 @@ def gate(
             alpha=alpha,
             max_error_rate=max_error_rate,
             concurrency=concurrency,
+            reuse=reuse,
             accept_suite_changes=accept_suite_changes,
         )
     except ValidationError as error:

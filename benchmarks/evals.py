@@ -8,10 +8,15 @@ the ideal is c / (3 × 0.2 s) episodes per second; the gap is the runner's own c
 tool calls, prompt rendering, grading, the store) on this machine's CPU. Concurrency 1 is measured
 on a sample and extrapolated to the whole batch (it would take 500 × 0.6 s = 5 minutes).
 
+Episode reuse: the same batch run fresh (into an empty store), fresh again with a model that answers at
+once (what a full response-cache replay costs at best), and then again into the same store, where every
+episode is copied from the first run and graded again instead of played; medians of --repeats runs.
+
 With --local, and when evals/helpdesk has a val split and the embedded model is installed, it also
 times the val split at k=1 on local/gemma-3-270m.
 
-Run: python benchmarks/evals.py [--episodes 500] [--sample 20] [--local [--local-tasks N]]
+Run: python benchmarks/evals.py [--episodes 500] [--sample 20] [--reuse-episodes 100 --repeats 5]
+     [--local [--local-tasks N]]
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import argparse
 import asyncio
 import importlib.util
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -84,17 +90,28 @@ def answer(request: ModelRequest) -> dict | str:
     return f"Your order {order} is on its way."
 
 
-async def measure(harness, suite, store: RunStore, concurrency: int, episodes: int, latency: float) -> float:
-    """Seconds to run `episodes` episodes (the first tasks × seeds) at `concurrency`."""
+async def measure(
+    harness, suite, store: RunStore, concurrency: int, episodes: int, latency: float, reuse: bool = False
+) -> float:
+    """Seconds to run `episodes` episodes (the first tasks × seeds) at `concurrency`; with `reuse`, episodes
+    the store already holds are copied instead (off by default: throughput measures playing them)."""
     tasks = [task.id for task in suite.tasks][: max(1, episodes // SEEDS)]
     seeds = list(range(min(SEEDS, episodes)))
     model = ScriptedModel(fn=answer, latency_s=latency)
     started = time.perf_counter()
     result = await evaluate_batch(
-        harness, suite, model=model, tasks=tasks, seeds=seeds, concurrency=concurrency, store=store
+        harness,
+        suite,
+        model=model,
+        tasks=tasks,
+        seeds=seeds,
+        concurrency=concurrency,
+        store=store,
+        reuse=reuse,
     )
     elapsed = time.perf_counter() - started
     assert len(result.results) == len(tasks) * len(seeds), "the batch ran fewer episodes than planned"
+    assert result.reused == (len(result.results) if reuse else 0), "every episode should be reused, or none"
     assert result.metrics.pass_k[1] == 1.0, "the scripted agent should pass every task"
     return elapsed
 
@@ -131,6 +148,39 @@ async def throughput(episodes: int, sample: int, console: Console) -> None:
                 )
     console.print(table)
     console.print(f"runner's own cost per episode (no model latency, concurrency 1): {1000 * cpu:.1f} ms")
+
+
+async def reuse(episodes: int, repeats: int, console: Console) -> None:
+    """The same batch fresh, fresh on an instant model, and again with every episode reused; medians."""
+    harness = load_harness(HARNESS)
+    times: dict[str, list[float]] = {"fresh": [], "instant": [], "reused": []}
+    with tempfile.TemporaryDirectory() as folder:
+        suite = load_suite(write_suite(Path(folder) / "suite", episodes // SEEDS))
+        for repeat in range(repeats + 1):  # the first round warms up fixtures, prompts and imports
+            with RunStore(Path(folder) / f"runs-{repeat}.sqlite") as store:
+                fresh = await measure(harness, suite, store, 16, episodes, LATENCY_S)
+                instant = await measure(harness, suite, store, 16, episodes, 0.0)
+                reused = await measure(harness, suite, store, 16, episodes, LATENCY_S, reuse=True)
+            if repeat:
+                for name, seconds in (("fresh", fresh), ("instant", instant), ("reused", reused)):
+                    times[name].append(seconds)
+    median = {name: statistics.median(values) for name, values in times.items()}
+    table = Table(
+        title=f"Episode reuse: the same {episodes} episodes, concurrency 16, median of {repeats}",
+        caption=f"fresh: {CALLS_PER_EPISODE} model calls × {LATENCY_S} s an episode, into an empty store; "
+        "instant: the same on a model that answers at once (a response-cache replay at best); "
+        "reused: copied from the store and graded again",
+    )
+    for column in ("fresh", "fresh, instant model", "reused", "reused vs fresh", "per reused episode"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        f"{median['fresh']:.2f} s",
+        f"{median['instant']:.2f} s",
+        f"{median['reused']:.3f} s",
+        f"{median['fresh'] / median['reused']:.0f}× faster",
+        f"{1000 * median['reused'] / episodes:.2f} ms",
+    )
+    console.print(table)
 
 
 async def local_val(console: Console, limit: int | None) -> None:
@@ -175,10 +225,15 @@ def main() -> None:
     parser.add_argument("--local", action="store_true", help="also time the val split on the local model")
     parser.add_argument("--local-tasks", type=int, help="time only this many val tasks and extrapolate")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--reuse-episodes", type=int, default=100, help="batch size of the reuse table")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each kind in the reuse table")
+    parser.add_argument("--skip-reuse", action="store_true")
     options = parser.parse_args()
     console = Console()
     if not options.skip_throughput:
         asyncio.run(throughput(options.episodes, options.sample, console))
+    if not options.skip_reuse:
+        asyncio.run(reuse(options.reuse_episodes, options.repeats, console))
     if options.local:
         asyncio.run(local_val(console, options.local_tasks))
 

@@ -10,6 +10,11 @@ Each graded episode is written to the runs store in its own transaction, so a ru
 midway keeps every finished episode, and running it again with the same `run_id` (or
 `resume_batch`) plays only the missing (task, seed) pairs.
 
+No episode is paid for twice: one the store already holds from any earlier run, under the same reuse
+key (`reuse_keys`: everything that decides what happens in it), is copied into the new run and graded
+again by the current suite instead of being played. The response cache would replay its model answers
+too, but would still pay for the prompts, tool calls and the world; reuse skips all of it.
+
 Progress is reported through `on_progress`, called after each episode: pass a rich progress bar
 (`evals.progress_bar`) for people, nothing for the optimizer and the Python API.
 """
@@ -18,13 +23,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
+import hashlib
+import json
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import harnesses
+import worlds
 from harnesses import Episode, Harness, load_harness, run_episode
 from harnesses.models import (
     Model,
@@ -34,6 +45,7 @@ from harnesses.models import (
     get_model,
     resolve_model,
 )
+from worlds import World
 
 from ._graders import grade_episode
 from ._store import EpisodeResult, RunRecord, RunStore, new_run_id, now_text
@@ -43,6 +55,7 @@ from .graders._reference import ReferenceFailed
 from .metrics import Metrics, compute_metrics
 
 ProgressKind = Literal["start", "episode", "finish"]
+REUSE_VERSION = 1  # part of every reuse key: bump it when what a key covers changes
 
 
 @dataclass
@@ -54,6 +67,7 @@ class BatchProgress:
     total: int  # episodes in the run, including those stored before a resume
     done: int = 0  # finished, including those stored before a resume
     resumed: int = 0  # how many of `done` were already stored
+    reused: int = 0  # how many of `done` are copies of earlier runs' episodes (see `reuse`)
     passed: int = 0
     errors: int = 0
     prompt_tokens: int = 0
@@ -71,6 +85,7 @@ class BatchProgress:
         self.done += 1
         self.passed += int(result.passed)
         self.errors += int(result.errored)
+        self.reused += int(result.reused_from is not None)
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
         self.cost_usd += usage.cost_usd
@@ -93,7 +108,8 @@ class BatchResult:
     results: list[EpisodeResult]
     metrics: Metrics
     elapsed_s: float
-    resumed: int = 0  # episodes taken from the store instead of run again
+    resumed: int = 0  # episodes this run had stored before it was resumed
+    reused: int = 0  # episodes copied from earlier runs instead of run again
     config: dict[str, Any] = field(default_factory=dict)
 
     def by_task(self) -> dict[str, list[EpisodeResult]]:
@@ -134,6 +150,82 @@ def plan_batch(
     return [(task, seed) for task in selected for seed in suite.seeds(task, k=k, seeds=seeds)]
 
 
+def reuse_keys(
+    harness: Harness,
+    suite: Suite,
+    plan: Iterable[tuple[Task, int]],
+    model: Model,
+    user_model: Model | None = None,
+) -> dict[tuple[str, int], str]:
+    """The reuse key of each (task, seed): a hash of everything that decides what happens in the episode.
+
+    That is the harness's files (its hash; the sampling parameters and protocol come from them and the
+    model's name), the model and its answer-changing options, the world (fixture build key with its source
+    files, documents, tool schemas), the code that plays episodes (`_runtime_fingerprint`), and the task's
+    own inputs: id, fixture, clock, context and user side (with the user's model when simulated), and
+    the seed. The suite's expectations, graders and other tasks are left out on purpose: they decide the
+    grade, not the episode, and a reused episode is always graded again by the suite as it is now.
+    """
+    world = suite.world
+    common = _digest(
+        {
+            "version": REUSE_VERSION,
+            "runtime": _runtime_fingerprint(),
+            "harness": harness.hash,
+            "model": _model_identity(model),
+            "world": _world_digest(world),
+        }
+    )
+    fixtures: dict[str, str] = {}
+    keys = {}
+    for task, seed in plan:
+        if task.fixture not in fixtures:
+            fixtures[task.fixture] = world.fixture_key(world.fixtures[task.fixture])
+        inputs = task.model_dump(mode="json", include={"id", "fixture", "clock", "context", "user"})
+        user = _model_identity(user_model or model) if task.user.simulated else None
+        keys[(task.id, seed)] = _digest(
+            {"common": common, "fixture": fixtures[task.fixture], "task": inputs, "user": user, "seed": seed}
+        )
+    return keys
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+_WORLD_DIGESTS: weakref.WeakKeyDictionary[World, str] = weakref.WeakKeyDictionary()
+
+
+def _world_digest(world: World) -> str:
+    """What the agent is shown of the world (documents, tool schemas), hashed once per World: building the
+    schemas takes longer than the rest of a batch's keys."""
+    if world not in _WORLD_DIGESTS:
+        tools = [tool.schema() for tool in world.tools.values()]
+        _WORLD_DIGESTS[world] = _digest({"documents": world.documents, "tools": tools})
+    return _WORLD_DIGESTS[world]
+
+
+def _model_identity(model: Model) -> dict[str, Any]:
+    """A model's name and the provider options that change its answers, as the response cache keys them
+    (never an API key). A custom Model is known by its name alone: give different ones different names."""
+    options = getattr(model, "litellm_kwargs", None) or {}
+    return {"name": model.name, "options": {k: repr(v) for k, v in options.items() if k != "api_key"}}
+
+
+@functools.cache
+def _runtime_fingerprint() -> str:
+    """A hash of the code that plays an episode (the agent runtime and model layer, the world engine,
+    the simulated user): an upgrade of Atoll may change what the same inputs do, so it reuses nothing."""
+    root = Path(harnesses.__file__).parents[1]  # the folder holding Atoll's packages
+    sources = sorted(Path(harnesses.__file__).parent.rglob("*.py"))
+    sources += sorted(Path(worlds.__file__).parent.glob("*.py"))
+    sources.append(Path(__file__).with_name("_users.py"))
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def resolve_agent_model(model: Model | str | None, harness: Harness) -> Model:
     """A Model as given, or built from a name (else $ATOLL_MODEL, else the harness's default).
 
@@ -161,6 +253,7 @@ async def evaluate_batch(
     run_id: str | None = None,
     kind: str = "eval",
     on_progress: OnProgress | None = None,
+    reuse: bool = True,
 ) -> BatchResult:
     """Run and grade every (task, seed) of the selection; store each episode as it finishes.
 
@@ -178,6 +271,10 @@ async def evaluate_batch(
             model and selection): its stored episodes are kept and only the missing ones run.
         kind: the run's kind in the store (`eval`, `gate`, `optimize`, ...).
         on_progress: called with a BatchProgress at the start, after each episode and at the end.
+        reuse: copy an episode the store holds from any earlier run under the same reuse key (see
+            `reuse_keys`; errored ones excepted) into this run, graded again by the current suite,
+            instead of running it. Off, every episode runs; either way this run's episodes are kept for
+            later reuse.
     """
     if concurrency < 1:
         raise BatchError(f"concurrency must be at least 1, got {concurrency}")
@@ -205,6 +302,7 @@ async def evaluate_batch(
         "concurrency": concurrency,
         "user_model": user_model.name if user_model is not None else None,
         "pass_threshold": suite.pass_threshold,
+        "reuse": reuse,
     }
     run_id = run_id or new_run_id(kind)
     previous: list[EpisodeResult] = []
@@ -213,31 +311,38 @@ async def evaluate_batch(
 
     stored = {(r.task_id, r.seed) for r in previous}
     todo = [(task, seed) for task, seed in plan if (task.id, seed) not in stored]
+    keys = reuse_keys(harness, suite, todo, agent_model, user_model) if store is not None else {}
     progress = BatchProgress(kind="start", run_id=run_id, total=len(plan), resumed=len(previous))
     for result in previous:
         progress.add(result)
     started = time.perf_counter()
-    _report(on_progress, progress)
-
     results = list(previous)
     queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
-    for item in todo:
-        queue.put_nowait(item)
 
     async def worker() -> None:
         while not queue.empty():
             task, seed = queue.get_nowait()
             result = await _run_one(harness, suite, task, seed, agent_model, user_model)
             if store is not None:
-                store.add_episode(run_id, result)
+                store.add_episode(run_id, result, reuse_key=keys[(task.id, seed)])
             results.append(result)
             progress.add(result)
             progress.kind, progress.last = "episode", result
             progress.elapsed_s = time.perf_counter() - started
             _report(on_progress, progress)
 
-    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(todo)))]
+    workers: list[asyncio.Task[None]] = []
     try:
+        if reuse and store is not None:
+            for result in _reuse(store, run_id, suite, todo, keys):
+                results.append(result)
+                progress.add(result)
+            copied = {(r.task_id, r.seed) for r in results}
+            todo = [(task, seed) for task, seed in todo if (task.id, seed) not in copied]
+        _report(on_progress, progress)
+        for item in todo:
+            queue.put_nowait(item)
+        workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(todo)))]
         await asyncio.gather(*workers)
     except BaseException as error:
         for running in workers:
@@ -270,6 +375,7 @@ async def evaluate_batch(
         metrics=metrics,
         elapsed_s=elapsed,
         resumed=len(previous),
+        reused=progress.reused,
         config=config,
     )
 
@@ -277,6 +383,23 @@ async def evaluate_batch(
 def _report(on_progress: OnProgress | None, progress: BatchProgress) -> None:
     if on_progress is not None:
         on_progress(dataclasses.replace(progress))  # a snapshot: the batch goes on counting
+
+
+def _reuse(
+    store: RunStore, run_id: str, suite: Suite, todo: list[tuple[Task, int]], keys: dict[tuple[str, int], str]
+) -> list[EpisodeResult]:
+    """The episodes of `todo` an earlier run played, graded again by `suite` and stored in this run."""
+    found = store.reusable(keys[(task.id, seed)] for task, seed in todo)
+    copies = []
+    for task, seed in todo:
+        earlier = found.get(keys[(task.id, seed)])
+        if earlier is not None:
+            grade = grade_episode(suite, task, earlier.episode)
+            copies.append((earlier.model_copy(update={"grade": grade}), keys[(task.id, seed)]))
+    with store.transaction():  # one write for them all: hundreds of copies take milliseconds
+        for result, key in copies:
+            store.add_episode(run_id, result, reuse_key=key)
+    return [result for result, _ in copies]
 
 
 def _solve_references(suite: Suite, plan: list[tuple[Task, int]]) -> None:
@@ -403,6 +526,7 @@ async def resume_batch(
         run_id=run.id,
         kind=run.kind,
         on_progress=on_progress,
+        reuse=config.get("reuse", True),
     )
 
 

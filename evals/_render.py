@@ -28,7 +28,8 @@ _STATUS_STYLES = {"finished": "green", "running": "yellow", "interrupted": "yell
 
 @contextmanager
 def progress_bar(console: Console | None = None, *, description: str = "eval") -> Iterator[OnProgress]:
-    """A rich progress bar (done, passing, errors, tokens, cost, elapsed); yields the `on_progress` callback."""
+    """A rich progress bar (done, passing, errors, reused, tokens, cost, elapsed); yields the `on_progress`
+    callback."""
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -41,8 +42,9 @@ def progress_bar(console: Console | None = None, *, description: str = "eval") -
     bar: list[int] = []
 
     def update(state: BatchProgress) -> None:
+        reused = f"[cyan]{state.reused} reused[/] " if state.reused else ""
         stats = (
-            f"[green]{state.passed} pass[/] [red]{state.errors} err[/] "
+            f"[green]{state.passed} pass[/] [red]{state.errors} err[/] {reused}"
             f"{_tokens(state.tokens)} tok ${state.cost_usd:.4f}"
         )
         if not bar:
@@ -106,6 +108,8 @@ def render_overall(metrics: Metrics) -> Table:
     for k, value in sorted(metrics.pass_k.items()):
         overall.add_row(f"pass^{k}", _pct(value))
     overall.add_row("errors", Text(str(metrics.errors), style="red" if metrics.errors else ""))
+    if metrics.reused:
+        overall.add_row("reused from earlier runs (graded again)", str(metrics.reused))
     overall.add_row("tokens (prompt + completion)", f"{metrics.prompt_tokens} + {metrics.completion_tokens}")
     overall.add_row("cost", f"${metrics.cost_usd:.4f}")
     overall.add_row("latency p50 / p95", f"{metrics.latency_median_s:.2f} s / {metrics.latency_p95_s:.2f} s")
@@ -123,6 +127,11 @@ def render_result(result: BatchResult) -> RenderableType:
     )
     if result.resumed:
         header.append(f"  ({result.resumed} episodes resumed from the store)", style="dim")
+    if result.reused:
+        header.append(
+            f"  ({result.reused} of {len(result.results)} episodes reused from earlier runs: no model call)",
+            style="dim",
+        )
     outcomes = [r.outcome() for r in result.results]
     return Group(header, render_summary(result.metrics, outcomes, k=result.k))
 

@@ -6,6 +6,10 @@ command can read, and resuming the run skips the (task, seed) pairs already stor
 process running it, so one killed without a word (kill -9) reads as `interrupted` once that process is
 gone. Several processes may write the file at once: every write transaction takes the lock first.
 
+Every episode is stored with its reuse key (see `evals._batch.reuse_keys`): a later batch that would
+play the same episode again copies it from here instead (`reusable`), and the copy names its source
+in `reused_from`.
+
 Tables: `runs`, `harness_snapshots` (the files of every harness version evaluated, by content
 hash), `episodes`, `store_meta`. Other parts of Atoll add their own tables with `ensure_table`
 (the optimizer's `optimizations` and `proposals`); the model layer's response cache may share the
@@ -85,6 +89,7 @@ class EpisodeResult(BaseModel):
     sample: int
     episode: Episode
     grade: Grade
+    reused_from: str | None = None  # the run that played it, when copied from there instead of run again
 
     @property
     def errored(self) -> bool:
@@ -110,6 +115,7 @@ class EpisodeResult(BaseModel):
             completion_tokens=usage.completion_tokens,
             cost_usd=usage.cost_usd,
             latency_s=self.episode.duration_s,
+            reused=self.reused_from is not None,
         )
 
 
@@ -233,13 +239,19 @@ class RunStore:
                     "diff": str,
                     "grade": str,
                     "created_at": str,
+                    "reuse_key": str,  # a hash of what decided the episode (see `reusable`)
+                    "reused_from": str,  # set when copied from an earlier run's episode
                 },
                 pk=("run_id", "task_id", "seed"),
                 foreign_keys=[("run_id", "runs", "id")],
                 if_not_exists=True,
             )
+            for column in ("reuse_key", "reused_from"):  # a store from before episodes were reused
+                if column not in self.db["episodes"].columns_dict:
+                    self.db["episodes"].add_column(column, str)
             self.db["runs"].create_index(["started_at"], if_not_exists=True)
             self.db["episodes"].create_index(["run_id", "passed"], if_not_exists=True)
+            self.db["episodes"].create_index(["reuse_key"], if_not_exists=True)
 
     def ensure_table(
         self,
@@ -277,7 +289,9 @@ class RunStore:
     def mark_running(self, run_id: str) -> None:
         """A resumed run: running again, in this process."""
         with self.transaction():
-            self.db["runs"].update(run_id, {"status": "running", "finished_at": None, "owner": process_owner()})
+            self.db["runs"].update(
+                run_id, {"status": "running", "finished_at": None, "owner": process_owner()}
+            )
 
     def finish_run(self, run_id: str, status: RunStatus, metrics: Metrics | None = None) -> None:
         values: dict[str, Any] = {"status": status, "finished_at": now_text()}
@@ -374,8 +388,9 @@ class RunStore:
 
     # -- episodes -------------------------------------------------------------------------------
 
-    def add_episode(self, run_id: str, result: EpisodeResult) -> None:
-        """Store one graded episode in its own transaction (replacing a row for the same task and seed)."""
+    def add_episode(self, run_id: str, result: EpisodeResult, *, reuse_key: str | None = None) -> None:
+        """Store one graded episode in its own transaction (replacing a row for the same task and seed);
+        `reuse_key` lets later batches find it (see `reusable`)."""
         episode = result.episode
         usage = episode.usage
         row = {
@@ -404,6 +419,8 @@ class RunStore:
             "diff": episode.diff.model_dump_json(),
             "grade": result.grade.model_dump_json(),
             "created_at": now_text(),
+            "reuse_key": reuse_key,
+            "reused_from": result.reused_from,
         }
         # A plain statement on the connection: sqlite-utils' insert() inspects the table on every
         # call, which costs more than the write itself at hundreds of episodes a second.
@@ -417,6 +434,25 @@ class RunStore:
             return db.execute(
                 "DELETE FROM episodes WHERE run_id = ? AND stop_reason = 'model_error'", [run_id]
             ).rowcount
+
+    def reusable(self, keys: Iterable[str]) -> dict[str, EpisodeResult]:
+        """Finished episodes stored under these reuse keys, by key, each with `reused_from` naming the run
+        that played it. Errored episodes are never offered: an outage or a world bug says nothing about the
+        harness, and running them again may succeed."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, EpisodeResult] = {}
+        for start in range(0, len(wanted), 500):  # SQLite caps the parameters of one statement
+            chunk = wanted[start : start + 500]
+            first = (  # the earliest row of each key: copies of it come later, and only one is read
+                "rowid IN (SELECT min(rowid) FROM episodes "
+                f"WHERE reuse_key IN ({', '.join('?' * len(chunk))}) AND errored = 0 GROUP BY reuse_key)"
+            )
+            with self._lock:
+                rows = list(self.db["episodes"].rows_where(first, chunk))
+            for row in rows:
+                source = row["reused_from"] or row["run_id"]
+                found[row["reuse_key"]] = _episode_result({**row, "reused_from": source})
+        return found
 
     def episode_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (task, seed) pairs of a run already stored: what a resumed run skips."""
@@ -441,8 +477,8 @@ class RunStore:
         """What metrics need of a run's episodes, read without parsing transcripts."""
         with self._lock:
             rows = self.db.execute(
-                "SELECT task_id, seed, score, errored, prompt_tokens, completion_tokens, cost, latency "
-                "FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
+                "SELECT task_id, seed, score, errored, prompt_tokens, completion_tokens, cost, latency, "
+                "reused_from FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
                 [run_id],
             ).fetchall()
         return [
@@ -455,8 +491,9 @@ class RunStore:
                 completion_tokens=completion,
                 cost_usd=cost,
                 latency_s=latency,
+                reused=reused_from is not None,
             )
-            for task_id, seed, score, errored, prompt, completion, cost, latency in rows
+            for task_id, seed, score, errored, prompt, completion, cost, latency, reused_from in rows
         ]
 
 
@@ -529,4 +566,5 @@ def _episode_result(row: dict[str, Any]) -> EpisodeResult:
         sample=row["sample"],
         episode=Episode.model_validate(body),
         grade=Grade.model_validate_json(row["grade"]),
+        reused_from=row.get("reused_from"),
     )

@@ -37,6 +37,7 @@ class EpisodeOutcome(BaseModel):
     completion_tokens: int = Field(0, ge=0)
     cost_usd: float = Field(0.0, ge=0.0)
     latency_s: float = Field(0.0, ge=0.0, description="Wall-clock seconds for the whole episode.")
+    reused: bool = Field(False, description="Copied from an earlier run instead of run again.")
 
     @model_validator(mode="after")
     def _errored_scores_zero(self) -> EpisodeOutcome:
@@ -65,6 +66,7 @@ class Metrics(BaseModel):
     episodes: int
     tasks: int
     errors: int
+    reused: int = Field(0, description="Episodes copied from earlier runs instead of run again.")
     pass_threshold: float
     mean_score: float = Field(description="Mean over tasks of each task's mean score.")
     pass_k: dict[int, float] = Field(description="pass^k by k (tau-bench's unbiased estimator).")
@@ -151,6 +153,7 @@ def compute_metrics(
         episodes=len(episodes),
         tasks=len(per_task),
         errors=sum(episode.errored for episode in episodes),
+        reused=sum(episode.reused for episode in episodes),
         pass_threshold=pass_threshold,
         mean_score=sum(task.mean_score for task in per_task.values()) / len(per_task),
         pass_k={k: pass_hat_k(trials, k) for k in ks},

@@ -34,6 +34,7 @@ from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unifi
 from ._render import event_line, render_result, render_status
 from ._reports import DiffSide, ReportError, render_comparison, render_flips, render_world_diffs, resolve_side
 from ._runreport import render_report, write_html_report
+from ._screen import ScreenRecord, ScreenRound
 from .stats import (
     AcceptanceRule,
     Comparison,
@@ -79,6 +80,8 @@ __all__ = [
     "Proposer",
     "ReorderDemos",
     "ReportError",
+    "ScreenRecord",
+    "ScreenRound",
     "StepRecord",
     "SuiteChange",
     "SuiteRun",

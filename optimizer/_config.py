@@ -28,7 +28,9 @@ class OptimizeConfig(BaseModel):
     strategy: Strategy = "greedy"
     operators: list[str] | None = Field(None, description="LLM-free operators to use; default all.")
     k: int = Field(1, ge=1, description="Seeds per val task in the gate set.")
-    screen_size: int = Field(6, ge=1, description="Train tasks in a candidate's screening minibatch.")
+    screen_size: int = Field(
+        3, ge=1, description="Train tasks in the screen's first round; each next round doubles it."
+    )
     train_sample: int | None = Field(
         16, ge=1, description="Train tasks the proposers learn from (a seeded sample); None: all."
     )
@@ -45,7 +47,12 @@ class OptimizeConfig(BaseModel):
     commit: bool = Field(True, description="Commit accepted variants to git (off: only write the files).")
     seed: int = 0
     rule: AcceptanceRule = Field(default_factory=AcceptanceRule)
-    score_test: bool = Field(True, description="Score the test split at the start and end, for the report.")
+    score_test: bool = Field(
+        True, description="Score the test split once the search ends, start and final, for the report."
+    )
+    reuse: bool = Field(
+        True, description="Copy episodes already stored for the same harness, model, task and seed (evals)."
+    )
 
 
 class OptimizerStatus(BaseModel):

@@ -80,6 +80,9 @@ class GateConfig(BaseModel):
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Sign test for losses: fail at p <= alpha.")
     max_error_rate: float = Field(0.2, ge=0.0, le=1.0, description="Above this on either side: exit 3.")
     concurrency: int = Field(8, ge=1)
+    reuse: bool = Field(
+        True, description="Reuse episodes already stored for the same harness, model and task."
+    )
     accept_suite_changes: bool = Field(
         False,
         description="Let the working tree's suite alone decide when it differs from the base's; "
@@ -418,6 +421,7 @@ class _Gate:
                 concurrency=self.config.concurrency,
                 store=self.store,
                 kind="gate",
+                reuse=self.config.reuse,
                 on_progress=(lambda progress: on_progress(side, progress)) if on_progress else None,
             )
         except (GraderError, ReferenceFailed) as error:

@@ -12,6 +12,7 @@ import json
 import random
 import time
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from harnesses import Harness, HarnessError, load_harness
 from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
 
 from . import _git as git
+from ._bandit import PAST_WEIGHT, Bandit, Counts, tally
 from ._config import (
     OptimizeConfig,
     OptimizerError,
@@ -41,6 +43,7 @@ from ._config import (
 from ._operators import default_operators
 from ._proposal import FailureReport, Proposal, ProposalContext, unified_patch
 from ._records import Records
+from ._screen import ScreenRecord, race, race_order
 from .stats import Decision, PairedScores, decide
 
 OnEvent = Callable[[OptimizerEvent], None]
@@ -78,11 +81,15 @@ def _failure_report(result: Any, suite: Suite) -> FailureReport:
     )
 
 
-def _invalid_reasons(row: dict[str, Any]) -> list[str]:
-    """Why an invalid proposal was skipped (its load or render error), as the summary shows it."""
-    if row["verdict"] != "invalid" or not row["decision"]:
-        return []
-    return [json.loads(row["decision"])["error"]]
+def _skip_reasons(row: dict[str, Any]) -> list[str]:
+    """Why a proposal never reached the gate (its load or render error, or why the screen dropped
+    it), as the summary shows it."""
+    if row["verdict"] == "invalid" and row["decision"]:
+        return [json.loads(row["decision"])["error"]]
+    if row["verdict"] == "screened_out" and row["screen"]:
+        reason = json.loads(row["screen"]).get("reason")  # records from before the race have none
+        return [f"screen: {reason}"] if reason else []
+    return []
 
 
 def commit_message(
@@ -214,6 +221,7 @@ class Optimization:
             run_id=run_id,
             kind=f"optimize-{role}",
             on_progress=self._on_progress,
+            reuse=self.config.reuse,
             **selection,
         )
         outages = sum(r.episode.stop_reason == "model_error" for r in result.results)
@@ -271,20 +279,16 @@ class Optimization:
         if resuming:
             incumbent = self._replay_accepted(rows)
         self._emit("start", stage="baseline", incumbent_hash=incumbent.hash)
-        began = time.monotonic()
         start_gate = await self._gate(self.start)
-        gate_s = time.monotonic() - began
+        gate_s = self._seconds(start_gate, len(start_gate.results))
         incumbent_gate = await self._gate(incumbent)
         self._emit(
             "evaluate", start_score=_mean(start_gate.scores()), incumbent_score=_mean(incumbent_gate.scores())
         )
-        began = time.monotonic()
-        test_start = (
-            await self._evaluate(self.start, "test", split="test", k=config.k)
-            if config.score_test and self._has_test()
-            else None
+        scores_test = config.score_test and self._has_test()
+        test_s = (
+            self._seconds(start_gate, len(self.suite.select(split="test")) * config.k) if scores_test else 0.0
         )
-        test_s = time.monotonic() - began
         longest_step_s = 0.0
         pool: list[tuple[Harness, BatchResult]] = []
         decided = [rows[i]["verdict"] for i in sorted(rows) if rows[i]["verdict"] is not None]
@@ -298,7 +302,10 @@ class Optimization:
             if row is not None and row["verdict"] is not None:
                 continue  # decided before the run was interrupted
             # Before any proposal has run, guess one costs half a gate evaluation (most are screened out).
-            budget = self._out_of_budget(longest_step_s or gate_s / 2, test_s)
+            # The closing test scoring: the start's, and the final's once a variant has been accepted.
+            budget = self._out_of_budget(
+                longest_step_s or gate_s / 2, test_s * (2 if self.status.accepted else 1)
+            )
             if budget:
                 stop_reason = budget
                 break
@@ -323,15 +330,26 @@ class Optimization:
                 rejections_in_a_row += 1
                 if candidate is not None and candidate_gate is not None:
                     pool.append((candidate, candidate_gate))
-        test_final = None
-        if test_start is not None:
-            test_final = await self._evaluate(incumbent, "test", split="test", k=config.k)
+        test_start = test_final = None
+        if scores_test:  # only now, for the report: nothing accepted, the start's test score is the final's
+            test_start = await self._evaluate(self.start, "test", split="test", k=config.k)
+            test_final = test_start
+            if incumbent.hash != self.start.hash:
+                test_final = await self._evaluate(incumbent, "test", split="test", k=config.k)
         return self._result(
             "finished", stop_reason, incumbent, start_gate, incumbent_gate, test_start, test_final
         )
 
     def _has_test(self) -> bool:
         return bool(self.suite.select(split="test"))
+
+    def _seconds(self, sample: BatchResult, episodes: int) -> float:
+        """About how long `episodes` episodes like `sample`'s take in a batch: from their recorded durations,
+        so an evaluation reused from the store, which took no time now, still says what one costs."""
+        if not sample.results or not episodes:
+            return 0.0
+        mean = sum(r.episode.duration_s for r in sample.results) / len(sample.results)
+        return episodes * mean / min(self.config.concurrency, episodes)
 
     def _parent(
         self,
@@ -377,8 +395,7 @@ class Optimization:
             iteration=iteration,
         )
         proposal = None
-        first = iteration % len(self.proposers)
-        for proposer in self.proposers[first:] + self.proposers[:first]:
+        for proposer in self._proposer_order(iteration):
             proposal = await self._propose(proposer, context)
             if proposal is not None:
                 break
@@ -414,11 +431,11 @@ class Optimization:
             return "none", None, None
 
         try:  # a template can pass the load check and still fail on a real task's context
-            screened, screen = await self._screen(candidate, incumbent, parent_train, rng)
+            screen = await self._screen(candidate, incumbent, iteration)
             self.records.save_step(self.id, iteration, screen=screen)
-            if not screened:
+            if not screen.passed:
                 self.records.save_step(self.id, iteration, verdict="screened_out")
-                return self._rejected("screened_out")
+                return self._rejected("screened_out", screen.reason)
             self._emit("screen", stage="confirming on the gate set")
             candidate_gate = await self._gate(candidate)
         except HarnessError as error:
@@ -461,9 +478,9 @@ class Optimization:
         )
         return self._rejected("invalid")
 
-    def _rejected(self, verdict: str) -> tuple[str, None, None]:
+    def _rejected(self, verdict: str, why: str = "") -> tuple[str, None, None]:
         self.status.rejected += 1
-        self._emit("decision", stage=verdict)
+        self._emit("decision", stage=f"{verdict}: {why}" if why else verdict)
         return verdict, None, None
 
     def _decided_before(self, candidate_hash: str, iteration: int) -> bool:
@@ -473,31 +490,43 @@ class Optimization:
             for row in self.records.steps(self.id)
         )
 
-    async def _screen(
-        self, candidate: Harness, incumbent: Harness, parent_train: BatchResult, rng: random.Random
-    ) -> tuple[bool, dict[str, Any]]:
-        """Run the candidate on a few train tasks (mostly failing ones) and keep it only if it does
-        better there than the incumbent: cheap, and the gate set decides anyway."""
+    async def _screen(self, candidate: Harness, incumbent: Harness, iteration: int) -> ScreenRecord:
+        """Race the candidate against the incumbent's train episodes (see _screen.py). Only the
+        candidate runs, one batch of new train tasks per round, each batch an evaluation of its own
+        key, so a resumed run finds the rounds it already ran and reaches the same decision."""
         incumbent_train = await self._train(incumbent)
-        failing = sorted({r.task_id for r in incumbent_train.failures()})
-        passing = sorted({r.task_id for r in incumbent_train.results if r.passed})
-        size = self.config.screen_size
-        tasks = rng.sample(failing, min(len(failing), max(1, size - 2)))
-        tasks += rng.sample(passing, min(len(passing), size - len(tasks)))
-        self._emit("screen", stage=f"screening on {len(tasks)} train tasks")
-        sample = hashlib.sha256(",".join(sorted(tasks)).encode()).hexdigest()[:8]
-        result = await self._evaluate(candidate, "screen", key=sample, tasks=tasks, k=1)
-        before = {task: scores for task, scores in incumbent_train.scores().items() if task in tasks}
-        after = result.scores()
-        incumbent_mean, candidate_mean = _mean(before) or 0.0, _mean(after) or 0.0
-        screen = {
-            "tasks": tasks,
-            "incumbent": before,
-            "candidate": after,
-            "incumbent_mean": incumbent_mean,
-            "candidate_mean": candidate_mean,
-        }
-        return candidate_mean > incumbent_mean, screen
+        failing = [r.task_id for r in incumbent_train.failures()]
+        passing = [r.task_id for r in incumbent_train.results if r.passed]
+        order = race_order(failing, passing, random.Random(f"{self.config.seed}:{iteration}:screen"))
+
+        async def evaluate(tasks: list[str]) -> dict[str, list[float | None]]:
+            self._emit("screen", stage=f"screening on {len(tasks)} more train tasks")
+            key = hashlib.sha256(",".join(sorted(tasks)).encode()).hexdigest()[:8]
+            return (await self._evaluate(candidate, "screen", key=key, tasks=tasks, k=1)).scores()
+
+        return await race(order, incumbent_train.scores(), evaluate, first=self.config.screen_size)
+
+    @cached_property
+    def _operator_priors(self) -> Counts:
+        """Past runs' record per operator on this harness, read at the first proposal and stored with
+        the run, so a resumed run draws from the same priors whatever ran in between."""
+        stored = (self.records.run(self.id) or {}).get("operator_priors")
+        if stored:
+            return {name: (wins, losses) for name, (wins, losses) in json.loads(stored).items()}
+        priors = tally(self.records.past_verdicts(self.start.name, exclude=self.id), PAST_WEIGHT)
+        self.records.update_run(self.id, operator_priors=json.dumps(priors))
+        return priors
+
+    def _proposer_order(self, iteration: int) -> list[Any]:
+        """The proposers to try in turn: Thompson sampling on this run's verdicts before `iteration` over
+        the stored priors, drawn with the iteration's own seed, so a resume makes the same choice."""
+        bandit = Bandit([proposer.name for proposer in self.proposers], self._operator_priors)
+        for row in self.records.steps(self.id):
+            if row["iteration"] < iteration:
+                bandit.record(row["operator"], row["verdict"])
+        draw = random.Random(f"{self.config.seed}:{iteration}:bandit")
+        rank = {name: i for i, name in enumerate(bandit.order(draw))}
+        return sorted(self.proposers, key=lambda proposer: rank[proposer.name])
 
     def _commit(self, iteration: int, proposal: Proposal, decision: Decision, candidate: Harness) -> None:
         """Write and commit an accepted variant; the step is marked committed only after git has it.
@@ -580,7 +609,7 @@ class Optimization:
                     p_value=decision.comparison.p_better if decision else None,
                     lower_bound=decision.comparison.lower_bound if decision else None,
                     commit=row["commit_sha"],
-                    reasons=decision.reasons if decision else _invalid_reasons(row),
+                    reasons=decision.reasons if decision else _skip_reasons(row),
                 )
             )
         s = self.status

@@ -40,6 +40,7 @@ class Records:
                 "finished_at": str,
                 "result": str,
                 "owner": str,  # the process running it: once it is gone, a `running` run reads `interrupted`
+                "operator_priors": str,  # the bandit's priors, fixed at the start so a resume reads the same
             },
             pk="id",
         )
@@ -142,6 +143,15 @@ class Records:
                 db[STEPS_TABLE].insert(
                     {"optimization_id": run_id, "iteration": iteration, "created_at": now_text(), **values}
                 )
+
+    def past_verdicts(self, harness: str, *, exclude: str) -> list[tuple[str, str | None]]:
+        """(operator, verdict) of every proposal of other runs on the harness named `harness`."""
+        rows = self.store.db.execute(
+            f"SELECT p.operator, p.verdict FROM {STEPS_TABLE} p JOIN {RUNS_TABLE} o "
+            "ON p.optimization_id = o.id WHERE o.harness = ? AND o.id != ? ORDER BY o.started_at, p.iteration",
+            [harness, exclude],
+        ).fetchall()
+        return [(operator, verdict) for operator, verdict in rows]
 
     def steps(self, run_id: str) -> list[dict[str, Any]]:
         return list(

@@ -274,3 +274,162 @@ def test_a_proposal_that_changes_the_harness_world_is_invalid(workspace: Path):
 
     assert [step.verdict for step in result.steps] == ["invalid"]
     assert "may not change the harness's world" in result.steps[0].reasons[0]
+
+
+def test_the_screen_drops_the_change_that_moved_nothing_and_races_the_helpful_one_to_the_gate(
+    workspace: Path,
+):
+    result = run(workspace, screen_size=2)
+
+    nothing, helpful = result.steps
+    assert (nothing.operator, nothing.verdict) == ("does_nothing", "screened_out")
+    assert nothing.reasons[0].startswith("screen: changed no outcome in round 1")
+    assert (helpful.operator, helpful.verdict) == ("helpful", "accept")
+    store = RunStore(workspace.parent / "runs.sqlite")
+    screens = [json.loads(row["screen"]) for row in Records(store).steps(result.run_id)]
+    store.close()
+    assert [len(r["tasks"]) for r in screens[0]["rounds"]] == [2]  # one round, then dropped
+    assert [r["seen"] for r in screens[1]["rounds"]] == [2, 4, 6]  # the whole train sample
+    assert screens[1]["passed"] and screens[1]["candidate_mean"] == 1.0
+
+
+def test_a_run_resumed_mid_screen_reaches_the_same_decision_without_rerunning_its_rounds(workspace: Path):
+    rounds = {"n": 0}
+
+    def interrupt(event) -> None:
+        if event.kind == "screen" and event.status.operator == "helpful":
+            rounds["n"] += 1
+            if rounds["n"] == 2:  # round 1 ran, round 2 is about to
+                raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(workspace, screen_size=3, on_event=interrupt)
+    calls = []
+
+    def counting_agent(request):
+        calls.append((request.messages[0]["content"], request.messages[-1]["content"]))
+        return agent(request)
+
+    store = RunStore(workspace.parent / "runs.sqlite")
+    try:
+        result = asyncio.run(
+            optimize(
+                config(workspace, screen_size=3),
+                resume="latest",
+                store=store,
+                model=ScriptedModel(fn=counting_agent),
+                proposers=[DoesNothing(), Helpful()],
+            )
+        )
+        (screen,) = [
+            json.loads(r["screen"]) for r in Records(store).steps(result.run_id) if r["operator"] == "helpful"
+        ]
+    finally:
+        store.close()
+
+    assert [step.verdict for step in result.steps] == ["screened_out", "accept"]
+    first_round = {f"ORD-{1000 + int(task.split('-')[1])}" for task in screen["rounds"][0]["tasks"]}
+    rerun = [user for system, user in calls if MAGIC in system and any(o in str(user) for o in first_round)]
+    assert rerun == [] and len(screen["rounds"]) == 2
+
+
+def test_a_later_run_on_the_same_harness_starts_from_the_operators_past_record(workspace: Path):
+    first = run(workspace)
+    second = run(workspace, max_proposals=1)
+
+    store = RunStore(workspace.parent / "runs.sqlite")
+    records = Records(store)
+    priors = {
+        run_id: json.loads(records.run(run_id)["operator_priors"]) for run_id in (first.run_id, second.run_id)
+    }
+    store.close()
+    assert priors[first.run_id] == {}
+    assert priors[second.run_id] == {"does_nothing": [0.0, 0.5], "helpful": [1.0, 0.0]}
+
+
+def with_test_split(root: Path) -> Path:
+    """The workspace with four more tasks, note-13..16, in the test split."""
+    made = make_workspace(root, prompt="You keep notes on orders.\n", val=list(range(7, 13)), tasks=16)
+    tasks = made / "s" / "tasks" / "notes.yaml"
+    text = tasks.read_text()
+    for i in range(13, 17):
+        text = text.replace(f"- id: note-{i}\n  split: train", f"- id: note-{i}\n  split: test")
+    tasks.write_text(text)
+    git(made, "commit", "-qam", "a test split")
+    return made
+
+
+def scored_on_test(root: Path, run_id: str) -> dict[str, int]:
+    """Test-split episodes stored per evaluation of an optimization run."""
+    store = RunStore(root.parent / "runs.sqlite")
+    rows = store.db.execute(
+        "SELECT run_id, count(*) FROM episodes WHERE run_id LIKE ? GROUP BY run_id", [f"{run_id}-test-%"]
+    ).fetchall()
+    store.close()
+    return dict(rows)
+
+
+def test_with_nothing_accepted_the_test_split_is_scored_once_at_the_end(tmp_path: Path):
+    root = with_test_split(tmp_path / "repo")
+    stages: list[str] = []
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        result = asyncio.run(
+            optimize(
+                config(root),
+                store=store,
+                model=ScriptedModel(fn=agent),
+                proposers=[DoesNothing()],
+                on_event=lambda event: stages.append(f"{event.kind} {event.status.stage}"),
+            )
+        )
+    finally:
+        store.close()
+
+    assert not result.accepted and result.test_start is not None and result.test_final == result.test_start
+    assert list(scored_on_test(root, result.run_id).values()) == [4]
+    tested = [i for i, stage in enumerate(stages) if stage.startswith("evaluate test:")]
+    assert len(tested) == 1 and tested[0] > max(i for i, s in enumerate(stages) if s.startswith("decision"))
+
+
+def test_with_an_accepted_variant_start_and_final_are_scored_on_test_at_the_end(tmp_path: Path):
+    root = with_test_split(tmp_path / "repo")
+    stages: list[str] = []
+
+    result = run(root, on_event=lambda event: stages.append(f"{event.kind} {event.status.stage}"))
+
+    assert result.accepted and result.test_start < result.test_final == 1.0
+    assert list(scored_on_test(root, result.run_id).values()) == [4, 4]
+    tested = [i for i, stage in enumerate(stages) if stage.startswith("evaluate test:")]
+    assert len(tested) == 2 and min(tested) > max(i for i, s in enumerate(stages) if s.startswith("commit"))
+
+
+def test_a_run_interrupted_while_scoring_test_resumes_and_fills_both_test_scores(tmp_path: Path):
+    root = with_test_split(tmp_path / "repo")
+
+    def interrupt(event) -> None:
+        if event.kind == "progress" and event.status.stage.startswith("test:") and event.status.batch_done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(root, on_event=interrupt, concurrency=1)
+
+    result = run(root, resume="latest")
+
+    assert result.test_start < result.test_final == 1.0
+    assert list(scored_on_test(root, result.run_id).values()) == [4, 4]
+    assert len(atoll_commits(root)) == 1
+
+
+def test_a_second_run_on_the_same_harness_reuses_its_start_scoring_without_a_model_call(tmp_path: Path):
+    root = with_test_split(tmp_path / "repo")
+    first = run(root, max_proposals=0)
+    model = ScriptedModel(fn=agent)
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        second = asyncio.run(optimize(config(root, max_proposals=0), store=store, model=model, proposers=[]))
+    finally:
+        store.close()
+
+    assert model.requests == [] and second.episodes == 0 and first.episodes == 10
+    assert (second.val_start, second.test_start) == (first.val_start, first.test_start)

@@ -1,0 +1,128 @@
+"""The screen: a race over growing batches of train tasks that decides which candidates reach the gate.
+
+A fixed minibatch of five or six tasks cannot see a change that moves one task in ten, and it
+scores a change that moved nothing as a loss only by luck. The race starts where a change can
+matter (the incumbent's failing train tasks, then its passing ones as a no-harm check), doubles
+the batch each round up to the whole train sample, and stops a candidate as soon as it falls
+behind the incumbent or, having been seen, changed nothing at all. It reads train tasks only:
+the val tasks the gate decides on stay unseen by the search.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .stats import TIE_TOLERANCE
+
+Scores = Mapping[str, Sequence[float | None]]
+Evaluate = Callable[[list[str]], Awaitable[Scores]]
+
+
+class ScreenRound(BaseModel):
+    """One round: the tasks it added, and both sides' mean over every task seen so far."""
+
+    tasks: list[str]
+    seen: int
+    incumbent_mean: float
+    candidate_mean: float
+    wins: int
+    losses: int
+
+
+class ScreenRecord(BaseModel):
+    """What the race saw and why it stopped: stored in the proposal's `screen` column."""
+
+    passed: bool
+    stopped: Literal["fell_behind", "no_change", "tied", "ahead", "no_tasks"]
+    reason: str = Field(description="One line: why the candidate goes to the gate or not.")
+    rounds: list[ScreenRound]
+    tasks: list[str] = Field(description="Every train task the candidate ran, in race order.")
+    incumbent: dict[str, list[float | None]]
+    candidate: dict[str, list[float | None]]
+    incumbent_mean: float
+    candidate_mean: float
+
+
+def race_order(failing: Sequence[str], passing: Sequence[str], rng: random.Random) -> list[str]:
+    """Failing tasks first (where a change can win), then passing ones (where it can only do harm),
+    each group in a seeded shuffle so no task is always screened first."""
+    first, then = sorted(failing), sorted(set(passing) - set(failing))
+    rng.shuffle(first)
+    rng.shuffle(then)
+    return first + then
+
+
+def round_sizes(first: int, total: int) -> list[int]:
+    """Cumulative batch sizes: first, 2·first, 4·first, ... ending exactly at `total`."""
+    sizes, size = [], max(1, first)
+    while size < total:
+        sizes.append(size)
+        size *= 2
+    return [*sizes, total] if total else []
+
+
+def _task_mean(scores: Sequence[float | None]) -> float:
+    return sum(score or 0.0 for score in scores) / len(scores) if scores else 0.0
+
+
+async def race(order: Sequence[str], incumbent: Scores, evaluate: Evaluate, *, first: int) -> ScreenRecord:
+    """Race the candidate against the incumbent's stored train scores over `order`.
+
+    Each round evaluates only the tasks it adds (`evaluate` returns the candidate's per-task
+    scores for them). After a round the candidate is dropped if its mean over the tasks seen so
+    far is below the incumbent's, or if no task's score differs at all; otherwise it advances, and
+    after the last round (the whole train sample) it goes to the gate. A tie that changed outcomes
+    goes too: on 16 tasks a real gain often ties, and only the gate decides
+    (benchmarks/acceptance.py measures what that costs and buys).
+    """
+    tasks = list(order)
+    seen: dict[str, list[float | None]] = {}
+    rounds: list[ScreenRound] = []
+    sizes = round_sizes(first, len(tasks))
+    stopped, reason = "no_tasks", "no train tasks to screen on"
+    for number, size in enumerate(sizes, start=1):
+        batch = tasks[len(seen) : size]
+        scores = await evaluate(batch)
+        seen.update({task: list(scores[task]) for task in batch})
+        deltas = [_task_mean(seen[task]) - _task_mean(incumbent[task]) for task in seen]
+        before = sum(_task_mean(incumbent[task]) for task in seen) / len(seen)
+        after = sum(_task_mean(values) for values in seen.values()) / len(seen)
+        wins = sum(delta > TIE_TOLERANCE for delta in deltas)
+        losses = sum(delta < -TIE_TOLERANCE for delta in deltas)
+        rounds.append(
+            ScreenRound(
+                tasks=batch,
+                seen=len(seen),
+                incumbent_mean=before,
+                candidate_mean=after,
+                wins=wins,
+                losses=losses,
+            )
+        )
+        figures = f"{before:.3f} -> {after:.3f} on {len(seen)} train tasks ({wins} better, {losses} worse)"
+        if after < before - TIE_TOLERANCE:
+            stopped, reason = "fell_behind", f"fell behind in round {number}: {figures}"
+            break
+        if not wins and not losses:
+            stopped, reason = "no_change", f"changed no outcome in round {number}: {figures}"
+            break
+        if size == len(tasks):
+            ahead = after > before + TIE_TOLERANCE
+            stopped = "ahead" if ahead else "tied"
+            reason = f"{'ahead' if ahead else 'tied, with outcomes changed,'} after round {number}: {figures}"
+    incumbent_seen = {task: list(incumbent[task]) for task in seen}
+    return ScreenRecord(
+        passed=stopped in ("ahead", "tied"),
+        stopped=stopped,
+        reason=reason,
+        rounds=rounds,
+        tasks=list(seen),
+        incumbent=incumbent_seen,
+        candidate=seen,
+        incumbent_mean=rounds[-1].incumbent_mean if rounds else 0.0,
+        candidate_mean=rounds[-1].candidate_mean if rounds else 0.0,
+    )
