@@ -29,7 +29,26 @@ from ._gate_result import (
 from ._git import GitError
 from ._history import HistoryEntry, history, render_history
 from ._loop import commit_message, optimize
-from ._operators import AddDemo, DropDemo, ExposeTool, HideTool, ReorderDemos, TuneSampling, default_operators
+from ._operators import (
+    AddDemo,
+    AddRule,
+    DisableGuard,
+    DropDemo,
+    DropRule,
+    EnableGuard,
+    EnableRetrieval,
+    ExposeTool,
+    ExposeToolWithDemo,
+    GrowPool,
+    HideTool,
+    HideUnusedTools,
+    MergeAgents,
+    ReorderDemos,
+    SplitAgent,
+    TuneRetrieval,
+    TuneSampling,
+    default_operators,
+)
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unified_patch
 from ._render import event_line, render_result, render_status
 from ._reports import DiffSide, ReportError, render_comparison, render_flips, render_world_diffs, resolve_side
@@ -52,12 +71,18 @@ from .stats import (
 __all__ = [
     "AcceptanceRule",
     "AddDemo",
+    "AddRule",
     "Baseline",
     "Comparison",
     "Decision",
     "DiffSide",
+    "DisableGuard",
     "DropDemo",
+    "DropRule",
+    "EnableGuard",
+    "EnableRetrieval",
     "ExposeTool",
+    "ExposeToolWithDemo",
     "FailureReport",
     "GateConfig",
     "GateError",
@@ -66,8 +91,11 @@ __all__ = [
     "GateSide",
     "GateVerdict",
     "GitError",
+    "GrowPool",
     "HideTool",
+    "HideUnusedTools",
     "HistoryEntry",
+    "MergeAgents",
     "OptimizeConfig",
     "OptimizeResult",
     "OptimizerError",
@@ -82,10 +110,12 @@ __all__ = [
     "ReportError",
     "ScreenRecord",
     "ScreenRound",
+    "SplitAgent",
     "StepRecord",
     "SuiteChange",
     "SuiteRun",
     "TaskRow",
+    "TuneRetrieval",
     "TuneSampling",
     "append_step_summary",
     "bootstrap_lower_bound",

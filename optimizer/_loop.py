@@ -41,7 +41,7 @@ from ._config import (
     StepRecord,
 )
 from ._operators import default_operators
-from ._proposal import FailureReport, Proposal, ProposalContext, unified_patch
+from ._proposal import FailureReport, Proposal, ProposalContext, held_out_leak, unified_patch
 from ._records import Records
 from ._screen import ScreenRecord, race, race_order
 from .stats import Decision, PairedScores, decide
@@ -78,6 +78,7 @@ def _failure_report(result: Any, suite: Suite) -> FailureReport:
         transcript="\n".join(lines),
         diff=json.dumps(episode.diff.summary()),
         feedback=[check.line() for check in result.grade.failed_checks] or [episode.error or "no feedback"],
+        patterns=episode.patterns,
     )
 
 
@@ -424,6 +425,10 @@ class Optimization:
             return self._invalid(iteration, str(error), **step)
         if candidate.config.world != self.start.config.world:  # a world name is a module to import
             return self._invalid(iteration, "a proposal may not change the harness's world", **step)
+        held_out = {task.id: task.user.message for task in self.suite.tasks if task.split != "train"}
+        leak = held_out_leak(candidate.demos, parent.demos, held_out)
+        if leak:  # proposers never see val or test; this catches one that found them elsewhere
+            return self._invalid(iteration, leak, **step)
         self.store.save_harness(candidate.hash, candidate.name, candidate.files())
         self.records.save_step(self.id, iteration, **step, candidate_hash=candidate.hash)
         if candidate.hash == incumbent.hash or self._decided_before(candidate.hash, iteration):

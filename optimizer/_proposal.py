@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import difflib
 import random
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 class FailureReport(BaseModel):
@@ -22,6 +24,9 @@ class FailureReport(BaseModel):
     transcript: str = Field(description="The conversation and tool calls, one line each.")
     diff: str = Field(description="What the agent changed in the world.")
     feedback: list[str] = Field(description="The grader's failed checks, one line each.")
+    patterns: dict[str, int] = Field(
+        default_factory=dict, description="The episode's failure patterns (harnesses.PATTERNS) by count."
+    )
 
 
 class Proposal(BaseModel):
@@ -84,6 +89,15 @@ class ProposalContext(BaseModel):
     rng: random.Random
     iteration: int = 0
 
+    @field_validator("train_tasks")
+    @classmethod
+    def _train_only(cls, tasks: list[Any]) -> list[Any]:
+        # Val decides acceptance and test reports it: a proposer that saw either could fit them.
+        held_out = [task.id for task in tasks if getattr(task, "split", "train") != "train"]
+        if held_out:
+            raise ValueError(f"proposers read train tasks only, not {', '.join(held_out)}")
+        return tasks
+
 
 class Proposer(Protocol):
     """Makes one candidate from the incumbent, or None when it has nothing to try."""
@@ -91,3 +105,38 @@ class Proposer(Protocol):
     name: str
 
     async def propose(self, context: ProposalContext) -> Proposal | None: ...
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def held_out_leak(
+    demos: Mapping[str, Any], parent: Mapping[str, Any], held_out: Mapping[str, str]
+) -> str | None:
+    """Why a candidate is refused, if a demo it adds or changes quotes the opening message of a val or
+    test task (`held_out`: task id -> message; whitespace and case aside); None if none does. Demos the
+    parent already had passed this check, or are the harness author's."""
+    messages = {task: _plain(message) for task, message in held_out.items()}
+    for name, demo in demos.items():
+        if parent.get(name) == demo:
+            continue
+        text = _plain(" ".join(_strings(demo.model_dump())))
+        for task, message in messages.items():
+            if message and message in text:
+                return (
+                    f"demo {name!r} quotes the opening message of held-out task {task!r}: "
+                    "val and test are never demo material"
+                )
+    return None

@@ -1,0 +1,63 @@
+"""Operators: proposers that need no LLM, so the optimizer improves harnesses on the local model.
+
+A small model copies its demos more than it follows instructions, so the levers that move it are
+which worked examples it sees (fixed or retrieved), which tools it is offered, which guards and
+rules keep it on track, and how it samples. Each operator makes one such change from train
+evidence, names the change and the evidence in its rationale, and lets the screen and the
+acceptance rule decide whether it helped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._demos import AddDemo, DropDemo, EnableRetrieval, GrowPool, ReorderDemos, TuneRetrieval
+from ._graph import MergeAgents, SplitAgent
+from ._settings import RULES, AddRule, DisableGuard, DropRule, EnableGuard, TuneSampling
+from ._tools import ExposeTool, ExposeToolWithDemo, HideTool, HideUnusedTools
+
+
+def default_operators() -> list[Any]:
+    """The LLM-free operators; the loop's bandit chooses which to try first."""
+    return [
+        EnableRetrieval(),
+        ExposeToolWithDemo(),
+        EnableGuard(),
+        AddRule(),
+        GrowPool(),
+        TuneRetrieval(),
+        AddDemo(),
+        ReorderDemos(),
+        DropDemo(),
+        ExposeTool(),
+        HideTool(),
+        HideUnusedTools(),
+        DisableGuard(),
+        DropRule(),
+        SplitAgent(),
+        MergeAgents(),
+        TuneSampling(),
+    ]
+
+
+__all__ = [
+    "RULES",
+    "AddDemo",
+    "AddRule",
+    "DisableGuard",
+    "DropDemo",
+    "DropRule",
+    "EnableGuard",
+    "EnableRetrieval",
+    "ExposeTool",
+    "ExposeToolWithDemo",
+    "GrowPool",
+    "HideTool",
+    "HideUnusedTools",
+    "MergeAgents",
+    "ReorderDemos",
+    "SplitAgent",
+    "TuneRetrieval",
+    "TuneSampling",
+    "default_operators",
+]
