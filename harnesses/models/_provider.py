@@ -1,4 +1,9 @@
-"""The `local/…` litellm provider, so the embedded model is called like any other model string.
+"""The `local/…` litellm provider, so the embedded models are called like any other model string.
+
+One provider serves every model in `_catalog`: the description says how the prompt is built and
+how tool calls come back. A `native` model (Qwen2.5) takes OpenAI-style `tools`, which its chat
+template shows it, and its written tool calls are returned as `tool_calls`, as a chat model's
+would be; a `text` model (gemma's base model) refuses `tools` and completes text.
 
 Imported only by `_litellm.load()`, after litellm itself: this module imports litellm at the top.
 """
@@ -12,33 +17,9 @@ from typing import Any
 import litellm
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
-from . import _local
+from . import _chat, _local
+from ._catalog import local_model
 from ._types import ModelRequestError
-
-
-def _texts(messages: list[dict[str, Any]]) -> list[str]:
-    parts = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):  # OpenAI-style content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        if content is not None:
-            parts.append(content)
-    return parts
-
-
-def prompt_of(messages: list[dict[str, Any]]) -> str:
-    """The text a base model completes: the contents joined by newlines, no role markers added."""
-    return "\n".join(_texts(messages))
-
-
-def split_prompt(messages: list[dict[str, Any]]) -> tuple[str, str]:
-    """(prefix, rest): the first message (a system prompt and demos, shared by every call of an
-    agent) and the others, joined as `prompt_of` joins them. The prefix's evaluation is reused."""
-    parts = _texts(messages)
-    if len(parts) < 2:
-        return "", "\n".join(parts)
-    return parts[0] + "\n", "\n".join(parts[1:])
 
 
 class LocalProvider(CustomLLM):
@@ -61,18 +42,19 @@ class LocalProvider(CustomLLM):
         timeout: Any = None,
         **_: Any,
     ) -> litellm.ModelResponse:
-        if optional_params.get("tools"):
-            raise CustomLLMError(
-                400,
-                f"local/{model} is a base text completer without native tool calls: "
-                "give the harness the text protocol (one JSON action per line) instead",
-            )
+        tools = optional_params.get("tools") or None
         try:
-            prefix, rest = split_prompt(messages)
+            description = local_model(model)
+            if tools and description.tool_calls == "none":
+                raise CustomLLMError(
+                    400,
+                    f"local/{model} is a base text completer without native tool calls: "
+                    "give the harness the text protocol (one JSON action per line) instead",
+                )
             out = _local.generate(
                 model,
-                rest,
-                prefix=prefix,
+                messages,
+                tools=tools,
                 max_tokens=optional_params.get("max_tokens"),
                 temperature=optional_params.get("temperature", 0.0),
                 top_p=optional_params.get("top_p"),
@@ -82,12 +64,30 @@ class LocalProvider(CustomLLM):
             )
         except _local.LocalTimeout as exc:
             raise CustomLLMError(408, str(exc)) from exc
-        except (_local.LocalRequestError, ModelRequestError) as exc:
+        except (_local.LocalRequestError, ModelRequestError, ValueError) as exc:
             # Raised plainly, litellm would report a connection error, and callers would retry.
             raise CustomLLMError(400, str(exc)) from exc
+        content: str | None = out.text
+        calls: list[_chat.TextToolCall] = []
+        if tools and description.tool_calls == "hermes":
+            names = {(tool.get("function") or {}).get("name") for tool in tools}
+            content, calls = _chat.parse_tool_calls(out.text, {n for n in names if n})
         model_response.model = f"local/{model}"
-        model_response.choices[0].message.content = out.text
-        model_response.choices[0].finish_reason = out.finish_reason
+        model_response.choices[0].message = litellm.Message(
+            role="assistant",
+            content=content,
+            tool_calls=[
+                {
+                    # Numbered by the conversation's length: unique within it, and the same on a rerun.
+                    "id": f"call_{len(messages)}_{i}",
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for i, call in enumerate(calls)
+            ]
+            or None,
+        )
+        model_response.choices[0].finish_reason = "tool_calls" if calls else out.finish_reason
         model_response.usage = litellm.Usage(
             prompt_tokens=out.prompt_tokens,
             completion_tokens=out.completion_tokens,

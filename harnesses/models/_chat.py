@@ -1,0 +1,275 @@
+"""How a conversation becomes an embedded model's prompt, and how its written tool calls come back.
+
+Two prompt formats (a model's description names one):
+
+- `raw`: a base model continues text, so the prompt is the message contents joined by newlines,
+  no role markers added; the caller's text protocol carries all the structure.
+- `chat`: the messages and the tool schemas rendered by the chat template the GGUF carries, the
+  way Hugging Face's `apply_chat_template` renders them (sandboxed jinja2, `tojson` without HTML
+  escaping, tool-call arguments as objects), ending with the assistant's opening.
+
+Either way the prompt comes in segments that the engine evaluates one after another and reuses
+across calls: the first is the head every call of an agent shares (its system message, and for a
+chat model the tool schemas the template puts beside it); a chat prompt is then cut at each
+message, so a growing conversation only pays for its new messages.
+
+A chat model writes tool calls as text; `parse_tool_calls` reads the `hermes` format
+(`<tool_call>{"name": …, "arguments": {…}}</tool_call>`, Qwen2.5's) back into calls, so the
+provider can answer with OpenAI-style `tool_calls` as a native chat model would.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+# -- prompts ---------------------------------------------------------------------------------------
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, list):  # OpenAI-style content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content
+
+
+def prompt_of(messages: list[dict[str, Any]]) -> str:
+    """The text a base model completes: the contents joined by newlines, no role markers added."""
+    return "\n".join(t for m in messages if (t := _text(m.get("content"))) is not None)
+
+
+def split_prompt(messages: list[dict[str, Any]]) -> tuple[str, str]:
+    """(prefix, rest) of a raw prompt: the first message (a system prompt and demos, shared by every
+    call of an agent) and the others, joined as `prompt_of` joins them."""
+    parts = [t for m in messages if (t := _text(m.get("content"))) is not None]
+    if len(parts) < 2:
+        return "", "\n".join(parts)
+    return parts[0] + "\n", "\n".join(parts[1:])
+
+
+def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, **kwargs: Any) -> str:
+    # jinja2's own `tojson` escapes <, >, & and ' for HTML, which a chat model never saw in training.
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, **kwargs)
+
+
+def _raise(message: str) -> None:
+    raise ValueError(f"the chat template refused the conversation: {message}")
+
+
+def compile_template(source: str) -> Callable[..., str]:
+    """A chat template (jinja2 source) as a function of (messages=…, tools=…, add_generation_prompt=…)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env.from_string(source).render
+
+
+def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as chat templates expect them: text content, and tool-call arguments as objects
+    (OpenAI sends them as JSON text; a template writes them with `tojson`)."""
+    shaped = []
+    for message in messages:
+        message = dict(message)
+        content = _text(message.get("content"))
+        message["content"] = "" if content is None else content
+        if message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                function = dict(call.get("function") or {})
+                arguments = function.get("arguments")
+                if isinstance(arguments, str):
+                    # Unreadable arguments are written as they came: the model sees its own slip.
+                    with contextlib.suppress(json.JSONDecodeError):
+                        function["arguments"] = json.loads(arguments)
+                calls.append({**call, "function": function})
+            message["tool_calls"] = calls
+        shaped.append(message)
+    return shaped
+
+
+def render_chat(
+    template: Callable[..., str],
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    *,
+    add_generation_prompt: bool = True,
+) -> str:
+    """The prompt `template` makes of the conversation; ValueError if the template refuses it."""
+    from jinja2 import TemplateError
+
+    try:
+        return template(
+            messages=chat_messages(messages),
+            tools=tools or None,
+            add_generation_prompt=add_generation_prompt,
+            bos_token="",
+            eos_token="",
+        )
+    except TemplateError as exc:
+        raise ValueError(f"the chat template failed on the conversation: {exc}") from exc
+
+
+def chat_segments(
+    template: Callable[..., str], messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> list[str]:
+    """A chat prompt cut at message boundaries: joined, the segments are the whole prompt (ending
+    with the assistant's opening), and each cut is where the conversation's first k messages,
+    rendered on their own, end. The first segment is the system message with the tool schemas
+    beside it; a cut the template does not allow (it groups consecutive tool results into one
+    turn, say) is skipped. A growing conversation keeps its earlier segments, so the engine can
+    reuse what it evaluated for them."""
+    whole = render_chat(template, messages, tools)
+    segments, position = [], 0
+    for k in range(1, len(messages)):
+        head = render_chat(template, messages[:k], tools, add_generation_prompt=False)
+        if len(head) > position and whole.startswith(head):
+            segments.append(head[position:])
+            position = len(head)
+    segments.append(whole[position:])
+    return segments
+
+
+def prompt_segments(
+    fmt: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    template: Callable[..., str] | None,
+) -> list[str]:
+    """The prompt in the model's format (`raw` or `chat`), as the segments the engine evaluates
+    one after another; the last one is evaluated with the generation, and all before it can be
+    reused by the next call that starts with them.
+
+    A raw prompt has two (the first message, then the rest), exactly as the engine has always
+    cut gemma's prompts, so its answers do not change.
+    """
+    if fmt == "raw":
+        head, rest = split_prompt(messages)
+        return [head, rest] if head else [rest]
+    if template is None:
+        raise ValueError("a chat-format model needs its chat template")
+    return chat_segments(template, messages, tools)
+
+
+# -- tool calls written as text ------------------------------------------------------------------
+
+_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
+_FENCE = re.compile(r"\A```[\w-]*[ \t]*\n?(.*?)\n?[ \t]*```\Z", re.S)
+_decoder = json.JSONDecoder()
+_LITERAL_LIMIT = 20_000  # characters: a tool call is far shorter, and the Python parser stays cheap
+
+
+@dataclass(frozen=True)
+class TextToolCall:
+    """A tool call read from a model's text; `arguments` is JSON text, as OpenAI sends it."""
+
+    name: str
+    arguments: str
+
+
+def parse_tool_calls(text: str, tool_names: Collection[str]) -> tuple[str | None, list[TextToolCall]]:
+    """(content, calls) of a chat model's answer written in the `hermes` format.
+
+    - `<tool_call>{"name": …, "arguments": {…}}</tool_call>` blocks, any number, the last one
+      maybe unclosed (cut at max_tokens): each readable block is a call, whatever its name (an
+      unknown tool is the runtime's to report); the text around them is the content (a thought).
+    - Without blocks, an answer that is nothing but such objects (bare, in a ```json fence, or a
+      list of them) is read as calls too, but only if every name is one of `tool_names`, so a
+      reply that happens to be JSON stays a reply.
+    - Anything else, including a block whose JSON cannot be read, stays text: never an error.
+
+    Small slips are forgiven: a missing closing brace or two, text after the object, single
+    quotes (a Python dict), `parameters` for `arguments`, arguments given as JSON text, and the
+    OpenAI shape `{"type": "function", "function": {…}}`.
+    """
+    if "<tool_call>" in text:
+        calls: list[TextToolCall] = []
+        kept: list[str] = []
+        position = 0
+        for block in _BLOCK.finditer(text):
+            kept.append(text[position : block.start()])
+            call = _call(_load_object(block.group(1)))
+            if call is None:
+                kept.append(block.group(0))
+            else:
+                calls.append(call)
+            position = block.end()
+        kept.append(text[position:])
+        if calls:
+            return "".join(kept).strip() or None, calls
+        return text, []
+    body = _unfence(text.strip())
+    values = _values(body)
+    if values is None and (single := _load_object(body)) is not None:
+        values = [single]  # one object with a slip (a missing closing brace)
+    if values:
+        objects = [item for value in values for item in (value if isinstance(value, list) else [value])]
+        calls = [call for obj in objects if (call := _call(obj)) is not None]
+        if calls and len(calls) == len(objects) and all(call.name in tool_names for call in calls):
+            return None, calls
+    return text, []
+
+
+def _unfence(text: str) -> str:
+    fenced = _FENCE.match(text)
+    return fenced.group(1).strip() if fenced else text
+
+
+def _load_object(text: str) -> Any:
+    """The JSON object in `text`, forgiving the slips listed in `parse_tool_calls`; None if none."""
+    text = _unfence(text.strip())
+    if not text.startswith("{"):
+        return None
+    for attempt in (text, text + "}", text + "}}"):
+        try:
+            return _decoder.raw_decode(attempt)[0]  # raw_decode: text after the object is ignored
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: thousands of nested brackets
+            pass
+    if len(text) > _LITERAL_LIMIT:
+        return None
+    try:
+        value = ast.literal_eval(text)  # {'name': 'x', 'arguments': {...}}: literals only, safe
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _values(text: str) -> list[Any] | None:
+    """The JSON values that make up all of `text` (whitespace between them); None if anything else."""
+    values, position = [], 0
+    while position < len(text):
+        if text[position].isspace():
+            position += 1
+            continue
+        try:
+            value, position = _decoder.raw_decode(text, position)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        values.append(value)
+    return values or None
+
+
+def _call(obj: Any) -> TextToolCall | None:
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("function"), dict) and "name" not in obj:
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return None
+    arguments = obj.get("arguments", obj.get("parameters"))
+    if arguments is None:
+        return TextToolCall(name.strip(), "{}")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return TextToolCall(name.strip(), arguments)  # the runtime reports the unreadable arguments
+    return TextToolCall(name.strip(), json.dumps(arguments, ensure_ascii=False))
