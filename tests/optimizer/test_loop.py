@@ -161,38 +161,44 @@ def test_the_pareto_strategy_commits_only_what_passes_the_rule_too(workspace: Pa
     assert len(atoll_commits(workspace)) == len(result.accepted) == 1
 
 
-class BreaksTheTemplate:
-    """Writes a prompt that is valid Jinja but fails when rendered (a division by zero)."""
+class EditsAFile:
+    """A proposer that makes one fixed edit to one harness file."""
 
-    name = "breaks_the_template"
+    def __init__(self, name: str, file: str, edit) -> None:
+        self.name, self.file, self.edit = name, file, edit
 
     async def propose(self, context):
         from optimizer import Proposal
 
-        files = dict(context.files)
-        files[PROMPT] = files[PROMPT] + "{{ 1 / 0 }}\n"
+        files = {**context.files, self.file: self.edit(context.files[self.file])}
         return Proposal.build(
             operator=self.name,
-            rationale="A template that cannot render.",
+            rationale=self.name,
             parent=context.files,
             files=files,
             parent_hash=context.harness_hash,
         )
 
 
-def test_a_proposal_that_fails_to_render_is_invalid_and_the_run_goes_on(workspace: Path):
+def run_with(workspace: Path, proposers: list, **overrides):
     store = RunStore(workspace.parent / "runs.sqlite")
     try:
-        result = asyncio.run(
+        return asyncio.run(
             optimize(
-                config(workspace),
+                config(workspace, **overrides),
                 store=store,
                 model=ScriptedModel(fn=agent),
-                proposers=[BreaksTheTemplate(), Helpful()],
+                proposers=proposers,
             )
         )
     finally:
         store.close()
+
+
+def test_a_proposal_that_fails_to_render_is_invalid_and_the_run_goes_on(workspace: Path):
+    breaks = EditsAFile("breaks_the_template", PROMPT, lambda text: text + "{{ 1 / 0 }}\n")
+
+    result = run_with(workspace, [breaks, Helpful()])
 
     assert [step.verdict for step in result.steps] == ["invalid", "accept"]
     assert "division by zero" in result.steps[0].reasons[0]
@@ -239,38 +245,14 @@ def test_resume_latest_with_nothing_unfinished_says_so(workspace: Path):
         run(workspace, resume="latest")
 
 
-class MovesTheWorld:
-    """Points harness.yaml at another module: loading it would import that module."""
-
-    name = "moves_the_world"
-
-    async def propose(self, context):
-        from optimizer import Proposal
-
-        files = dict(context.files)
-        files["harness.yaml"] = files["harness.yaml"].replace("world: helpdesk", "world: tests.shop_world")
-        return Proposal.build(
-            operator=self.name,
-            rationale="Another world.",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
-        )
-
-
 def test_a_proposal_that_changes_the_harness_world_is_invalid(workspace: Path):
-    store = RunStore(workspace.parent / "runs.sqlite")
-    try:
-        result = asyncio.run(
-            optimize(
-                config(workspace, max_proposals=1),
-                store=store,
-                model=ScriptedModel(fn=agent),
-                proposers=[MovesTheWorld()],
-            )
-        )
-    finally:
-        store.close()
+    moves = EditsAFile(
+        "moves_the_world",
+        "harness.yaml",
+        lambda text: text.replace("world: helpdesk", "world: tests.shop_world"),
+    )
+
+    result = run_with(workspace, [moves], max_proposals=1)
 
     assert [step.verdict for step in result.steps] == ["invalid"]
     assert "may not change the harness's world" in result.steps[0].reasons[0]
