@@ -1,0 +1,246 @@
+"""What `optimize run` achieves: start -> final on val and test, for the default run and a recovery run.
+
+Each scenario copies a harness and its suite into a throwaway git repository (commits never touch
+this checkout), points the response cache and the runs store at empty temporary folders (a fresh
+cache: every episode is really played; the model files are linked, not rebuilt), runs the optimizer
+with its default options, and scores val and test pass^1 and mean score for the start and the final
+harness (the run's own episodes are reused, so scoring them again costs nothing but the episodes the
+run never played).
+
+- default: the shipped harness as it is.
+- recovery: a damaged copy of it, the damage fixed and seeded (every agent keeps one demo, a third of
+  its tools are hidden, a paragraph of each prompt template is cut); the table reports which fraction
+  of the test score lost to the damage the run wins back in the same budget.
+
+Both run on helpdesk and on every other shipped suite that has a harness for it (`--world`), with the
+levers the optimizer knows nothing world-specific about.
+
+Run: python benchmarks/optimize.py [--world helpdesk] [--scenario default --scenario recovery]
+     [--model local/gemma-3-270m] [--max-minutes 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+from ruamel.yaml import YAML  # noqa: E402
+
+from evals import BatchResult, RunStore, evaluate_batch  # noqa: E402
+from harnesses import Harness, load_harness  # noqa: E402
+from optimizer import OptimizeConfig, OptimizeResult, optimize  # noqa: E402
+from worlds import cache_dir  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+# The shipped pairs of harness and suite; a world's benchmark needs both.
+SHIPPED = {
+    "helpdesk": ("harnesses/support_agent", "evals/helpdesk"),
+    "clinic": ("harnesses/clinic_agent", "evals/clinic"),
+}
+DAMAGE_SEED = 7
+
+
+@dataclass
+class Scores:
+    """pass^1 and mean score of one harness on one split."""
+
+    pass1: float
+    mean: float
+
+    @classmethod
+    def of(cls, result: BatchResult) -> Scores:
+        return cls(pass1=result.metrics.pass_k.get(1, 0.0), mean=result.metrics.mean_score)
+
+
+@dataclass
+class Outcome:
+    world: str
+    scenario: str
+    model: str
+    val: tuple[Scores, Scores]
+    test: tuple[Scores, Scores]
+    result: OptimizeResult
+    minutes: float
+    recovered: float | None = None  # recovery only: share of the damage's test loss won back
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def workspace(root: Path, harness: Path, suite: Path) -> tuple[Path, Path]:
+    """The harness and suite in a new git repository under `root`."""
+    shutil.copytree(ROOT / harness, root / "harness")
+    shutil.copytree(ROOT / suite, root / "suite", ignore=shutil.ignore_patterns("__pycache__"))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "bench@atoll.invalid")
+    git(root, "config", "user.name", "Atoll benchmark")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "start")
+    return root / "harness", root / "suite"
+
+
+def damage(folder: Path, seed: int = DAMAGE_SEED) -> None:
+    """A fixed, seeded damage any harness can take: one demo per agent, a third of each agent's tools
+    hidden, one paragraph of each prompt template cut (one whose removal still renders)."""
+    rng = random.Random(seed)
+    yaml = YAML()  # round-trip, wide lines: the damage is the only diff
+    yaml.width = 4096
+    config = yaml.load((folder / "harness.yaml").read_text())
+    shown: dict[str, set[str]] = {}  # tools the kept demos call: hiding one would break the harness
+    for name, agent in config["agents"].items():
+        demos = list(agent.get("demos") or [])
+        if len(demos) > 1:
+            agent["demos"] = [rng.choice(demos)]
+        shown[name] = {
+            step["call"]
+            for demo in agent.get("demos") or []
+            for step in yaml.load((folder / "demos" / f"{demo}.yaml").read_text())["steps"]
+            if "call" in step
+        }
+    with (folder / "harness.yaml").open("w") as handle:
+        yaml.dump(config, handle)
+    tools = yaml.load((folder / "tools.yaml").read_text()) or {}
+    for agent, entries in tools.items():
+        names = [name for name in entries if name not in shown.get(agent, set())]
+        for name in rng.sample(names, len(names) // 3):
+            if isinstance(entries, list):
+                entries.remove(name)
+            else:
+                del entries[name]
+    with (folder / "tools.yaml").open("w") as handle:
+        yaml.dump(tools, handle)
+    for template in sorted((folder / "prompts").glob("*.j2")):
+        text = template.read_text()
+        paragraphs = re.split(r"\n\s*\n", text)
+        cuttable = [i for i, p in enumerate(paragraphs) if "{%" not in p and "{{" not in p and p.strip()]
+        if cuttable:
+            del paragraphs[rng.choice(cuttable)]
+            template.write_text("\n\n".join(paragraphs))
+    load_harness(folder)  # the damage must leave a harness that loads
+
+
+async def scores(harness: Harness, suite: Path, store: RunStore, model: str | None) -> tuple[Scores, Scores]:
+    val = await evaluate_batch(harness, suite, model=model, split="val", k=1, store=store, concurrency=4)
+    test = await evaluate_batch(harness, suite, model=model, split="test", k=1, store=store, concurrency=4)
+    return Scores.of(val), Scores.of(test)
+
+
+async def scenario(world: str, name: str, model: str | None, max_minutes: float, console: Console) -> Outcome:
+    harness_dir, suite_dir = SHIPPED[world]
+    with tempfile.TemporaryDirectory(prefix="atoll-bench-") as scratch:
+        root = Path(scratch)
+        cache = root / "cache"
+        cache.mkdir()
+        models = cache_dir() / "models"
+        if models.exists():
+            (cache / "models").symlink_to(models)  # weights are not what a fresh cache means
+        os.environ["ATOLL_CACHE_DIR"] = str(cache)
+        harness_path, suite_path = workspace(root / "repo", Path(harness_dir), Path(suite_dir))
+        store = RunStore(root / "runs.sqlite")
+        shipped_test = None
+        if name == "recovery":
+            shipped_test = (await scores(load_harness(harness_path), suite_path, store, model))[1]
+            damage(harness_path)
+            git(root / "repo", "commit", "-qam", "damage")
+        start = load_harness(harness_path)
+        began = time.monotonic()
+        console.print(f"[bold]{world} · {name}[/]: optimizing {harness_dir} for {max_minutes:g} minutes ...")
+        result = await optimize(
+            OptimizeConfig(harness=harness_path, suite=suite_path, model=model, max_minutes=max_minutes),
+            store=store,
+        )
+        minutes = (time.monotonic() - began) / 60
+        final = load_harness(harness_path)
+        val_start, test_start = await scores(start, suite_path, store, model)
+        val_final, test_final = await scores(final, suite_path, store, model)
+        store.close()
+        recovered = None
+        if shipped_test is not None:
+            lost = shipped_test.pass1 - test_start.pass1
+            recovered = (test_final.pass1 - test_start.pass1) / lost if lost > 0 else None
+        return Outcome(
+            world=world,
+            scenario=name,
+            model=model or start.config.model,
+            val=(val_start, val_final),
+            test=(test_start, test_final),
+            result=result,
+            minutes=minutes,
+            recovered=recovered,
+        )
+
+
+def table(outcomes: list[Outcome]) -> Table:
+    def moved(pair: tuple[Scores, Scores], field: str) -> str:
+        before, after = getattr(pair[0], field), getattr(pair[1], field)
+        return f"{before:.1%} -> {after:.1%} ({(after - before) * 100:+.1f})"
+
+    view = Table(title="optimize run: start -> final (pass^1 and mean score, k=1)")
+    for column in (
+        "world",
+        "run",
+        "model",
+        "val pass^1",
+        "test pass^1",
+        "test mean",
+        "proposals",
+        "accepted",
+        "episodes",
+        "minutes",
+        "recovered",
+    ):
+        view.add_column(column)
+    for o in outcomes:
+        view.add_row(
+            o.world,
+            o.scenario,
+            o.model,
+            moved(o.val, "pass1"),
+            moved(o.test, "pass1"),
+            moved(o.test, "mean"),
+            str(len(o.result.steps)),
+            str(len(o.result.accepted)),
+            str(o.result.episodes),
+            f"{o.minutes:.1f}",
+            "-" if o.recovered is None else f"{o.recovered:.0%}",
+        )
+    return view
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--world", action="append", choices=sorted(SHIPPED), help="default: every shipped one"
+    )
+    parser.add_argument("--scenario", action="append", choices=["default", "recovery"])
+    parser.add_argument("--model", help="agent model; default each harness's own")
+    parser.add_argument("--max-minutes", type=float, default=15.0, help="the run's budget (its default)")
+    args = parser.parse_args()
+    console = Console(stderr=True)
+    worlds = [w for w in (args.world or sorted(SHIPPED)) if (ROOT / SHIPPED[w][0]).exists()]
+    outcomes = [
+        asyncio.run(scenario(world, name, args.model, args.max_minutes, console))
+        for world in worlds
+        for name in (args.scenario or ["default", "recovery"])
+    ]
+    Console().print(table(outcomes))
+
+
+if __name__ == "__main__":
+    main()
