@@ -100,7 +100,7 @@ def render_result(result: OptimizeResult, *, show_patch: bool = True) -> Rendera
         "p",
         "lower bound",
         "commit",
-        "rationale",
+        "rationale (and why it was not kept)",
         title="Proposals",
         title_justify="left",
     )
@@ -116,7 +116,8 @@ def render_result(result: OptimizeResult, *, show_patch: bool = True) -> Rendera
             f"{step.p_value:.3g}" if step.p_value is not None else "",
             f"{step.lower_bound:+.3f}" if step.lower_bound is not None else "",
             (step.commit or "")[:10],
-            step.rationale[:80],
+            step.rationale[:80]
+            + (f" · why not: {step.reasons[0][:100]}" if step.reasons and not step.commit else ""),
         )
     footer = Text(
         f"Stopped: {result.stop_reason}. {result.episodes} episodes, {result.model_calls} model calls, "

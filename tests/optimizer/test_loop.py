@@ -13,11 +13,12 @@ import socket
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from notes_desk import MAGIC, PROMPT, DoesNothing, Helpful, agent, git, make_workspace
 
 from evals import RunStore, process_owner
 from harnesses.models import ModelUnavailable, ScriptedModel
-from optimizer import OptimizeConfig, OptimizerError, OptimizerPaused, optimize
+from optimizer import OptimizeConfig, OptimizerError, OptimizerPaused, optimize, render_result
 from optimizer._records import Records
 
 
@@ -203,6 +204,9 @@ def test_a_proposal_that_fails_to_render_is_invalid_and_the_run_goes_on(workspac
     assert [step.verdict for step in result.steps] == ["invalid", "accept"]
     assert "division by zero" in result.steps[0].reasons[0]
     assert len(atoll_commits(workspace)) == 1
+    console = Console(width=400, record=True)
+    console.print(render_result(result))
+    assert "why not:" in console.export_text() and "division by zero" in console.export_text()
 
 
 def test_resume_latest_means_the_newest_unfinished_run_not_the_newest_run(workspace: Path):
