@@ -13,8 +13,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 from notes_desk import MAGIC, PROMPT, DoesNothing, Helpful, agent, git, make_workspace
+from rich.console import Console
 
 from evals import RunStore, process_owner
 from harnesses.models import ModelUnavailable, ScriptedModel
