@@ -117,7 +117,7 @@ def render_result(result: OptimizeResult, *, show_patch: bool = True) -> Rendera
             f"{step.lower_bound:+.3f}" if step.lower_bound is not None else "",
             (step.commit or "")[:10],
             step.rationale[:80]
-            + (f" · why not: {step.reasons[0][:100]}" if step.reasons and not step.commit else ""),
+            + (f" · why not: {_tail(step.reasons[0])}" if step.reasons and not step.commit else ""),
         )
     footer = Text(
         f"Stopped: {result.stop_reason}. {result.episodes} episodes, {result.model_calls} model calls, "
@@ -135,3 +135,8 @@ def render_result(result: OptimizeResult, *, show_patch: bool = True) -> Rendera
         )
     parts.append(footer)
     return Group(*parts)
+
+
+def _tail(reason: str, width: int = 100) -> str:
+    """The end of a long reason: an error names its file first and says what went wrong last."""
+    return reason if len(reason) <= width else "…" + reason[-width:]
