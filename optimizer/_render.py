@@ -116,7 +116,7 @@ def render_result(result: OptimizeResult, *, show_patch: bool = True) -> Rendera
             f"{step.p_value:.3g}" if step.p_value is not None else "",
             f"{step.lower_bound:+.3f}" if step.lower_bound is not None else "",
             (step.commit or "")[:10],
-            step.rationale[:80]
+            step.rationale[:60]
             + (f" · why not: {_tail(step.reasons[0])}" if step.reasons and not step.commit else ""),
         )
     footer = Text(
@@ -137,6 +137,6 @@ def render_result(result: OptimizeResult, *, show_patch: bool = True) -> Rendera
     return Group(*parts)
 
 
-def _tail(reason: str, width: int = 100) -> str:
+def _tail(reason: str, width: int = 60) -> str:
     """The end of a long reason: an error names its file first and says what went wrong last."""
     return reason if len(reason) <= width else "…" + reason[-width:]
