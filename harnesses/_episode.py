@@ -65,31 +65,47 @@ PATTERNS = (
 )
 
 
-class CallMemory:
-    """Each agent's successful calls since the world last changed: what makes a call a repeat.
+# Failures a repeat does not meet again: the repeat guard's own refusal, and a bug in the world.
+NOT_REMEMBERED = ("repeat_call", "world_bug")
 
-    The runtime's repeat guard and `Episode.patterns` share it, so both call the same calls repeats.
-    A read after a write is not a repeat: it may see what the write changed.
+
+class CallMemory:
+    """Each agent's calls that make an identical call a repeat: what makes a call a repeat.
+
+    A successful call stays remembered until the world changes (a read after a write may see what
+    the write changed). A failed call stays remembered until any call succeeds: retrying it at once
+    meets the same error (small models retry a refused write many times), while a success in between
+    may have met its precondition. The runtime's repeat guard and `Episode.patterns` share this, so
+    both call the same calls repeats.
     """
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str, str], Any] = {}
+        self._failed: dict[tuple[str, str, str], Any] = {}
 
     @staticmethod
     def _key(agent: str, tool: str, arguments: dict[str, Any]) -> tuple[str, str, str]:
         return agent, tool, json.dumps(arguments, sort_keys=True, default=str)
 
     def is_repeat(self, agent: str, tool: str, arguments: dict[str, Any] | None) -> bool:
-        return arguments is not None and self._key(agent, tool, arguments) in self._seen
+        if arguments is None:
+            return False
+        key = self._key(agent, tool, arguments)
+        return key in self._seen or key in self._failed
 
-    def earlier_result(self, agent: str, tool: str, arguments: dict[str, Any]) -> Any:
-        """What the identical earlier call returned (ask `is_repeat` first)."""
-        return self._seen[self._key(agent, tool, arguments)]
+    def earlier(self, agent: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
+        """Whether the identical earlier call succeeded, and its result or error (ask `is_repeat` first)."""
+        key = self._key(agent, tool, arguments)
+        return (True, self._seen[key]) if key in self._seen else (False, self._failed[key])
 
     def succeeded(self, agent: str, tool: str, arguments: dict[str, Any], result: Any, wrote: bool) -> None:
         if wrote:
             self._seen.clear()
+        self._failed.clear()
         self._seen[self._key(agent, tool, arguments)] = result
+
+    def failed(self, agent: str, tool: str, arguments: dict[str, Any], error: Any) -> None:
+        self._failed[self._key(agent, tool, arguments)] = error
 
 
 class EpisodeUsage(BaseModel):
@@ -162,9 +178,14 @@ class Episode(BaseModel):
                 kind = (event.error or {}).get("type")
                 if kind in ("unknown_tool", "invalid_arguments", "precondition_refused"):
                     counts[kind] += 1
-                if event.ok and last_call is not None and last_call.arguments is not None:
-                    wrote = event.tool != SKILL_TOOL and next(writes, False)
-                    memory.succeeded(event.agent, event.tool or "", last_call.arguments, event.result, wrote)
+                if last_call is not None and last_call.arguments is not None:
+                    if event.ok:
+                        wrote = event.tool != SKILL_TOOL and next(writes, False)
+                        memory.succeeded(
+                            event.agent, event.tool or "", last_call.arguments, event.result, wrote
+                        )
+                    elif kind not in NOT_REMEMBERED:
+                        memory.failed(event.agent, event.tool or "", last_call.arguments, event.error)
             elif event.kind == "error" and (event.error or {}).get("type") == "malformed_action":
                 counts["malformed_action"] += 1
         if self.stop_reason != "stop_tool":

@@ -30,7 +30,7 @@ from typing import Any
 
 from worlds import TIMESTAMP_FORMAT, Instance, ToolFailure, ToolResult
 
-from ._episode import CallMemory, Episode, EpisodeUsage, Event, StopReason
+from ._episode import NOT_REMEMBERED, CallMemory, Episode, EpisodeUsage, Event, StopReason
 from ._format import Guards, Limits
 from ._harness import Harness
 from ._protocols import (
@@ -388,6 +388,10 @@ class _Run:
             wrote = spec.kind == "world" and bool(self.instance.log[-1].changes)
             self.memory.succeeded(agent.name, call.name, call.arguments, result.value, wrote)
             self.succeeded.add(call.name)
+        elif (
+            spec is not None and call.arguments is not None and error and error["type"] not in NOT_REMEMBERED
+        ):
+            self.memory.failed(agent.name, call.name, call.arguments, error)
         return content, bool(spec is not None and spec.stops and result.ok)
 
     def _refusal(self, agent: _Agent, spec: ToolSpec | None, call: Call) -> ToolResult | None:
@@ -395,12 +399,20 @@ class _Run:
         if spec is None or call.error is not None:
             return None
         if agent.guards.repeat_notice and self.memory.is_repeat(agent.name, call.name, call.arguments):
-            earlier = self.memory.earlier_result(agent.name, call.name, call.arguments or {})
-            message = (
-                f"You already called {call.name} with these arguments; its result is below. "
-                "Do not call it again: use that result, or reply."
-            )
-            failure = ToolFailure(type="repeat_call", message=message, details={"result": earlier})
+            ok, earlier = self.memory.earlier(agent.name, call.name, call.arguments or {})
+            if ok:
+                message = (
+                    f"You already called {call.name} with these arguments; its result is below. "
+                    "Do not call it again: use that result, or reply."
+                )
+                details = {"result": earlier}
+            else:
+                message = (
+                    f"You already called {call.name} with these arguments and it failed; the error is below. "
+                    "Do not call it again as it was: do what the error says first, or reply."
+                )
+                details = {"error": earlier}
+            failure = ToolFailure(type="repeat_call", message=message, details=details)
             return ToolResult(tool=call.name, ok=False, error=failure)
         if agent.guards.preconditions and spec.requires and self.succeeded.isdisjoint(spec.requires):
             them = "it" if len(spec.requires) == 1 else "one of them"

@@ -238,6 +238,27 @@ async def test_an_identical_successful_call_is_not_run_again_and_the_agent_is_to
         assert errors(ep) == [] and "repeat_call" not in transcript
 
 
+async def test_a_failed_call_retried_at_once_is_not_run_again_until_something_succeeds() -> None:
+    tools = {"front": {"get_customer": {}, "delete_order": {"requires": ["get_customer"]}}}
+    harness = levers(tools=tools, demos=[], guards={"repeat_notice": True, "preconditions": True})
+    model = ScriptedModel(
+        [
+            act("delete_order", order_id=1),
+            act("delete_order", order_id=1),  # the same refusal again: not run, the agent is told
+            act("get_customer", customer_id="C2"),
+            act("delete_order", order_id=1),  # its precondition is met now: it runs
+            say("Deleted."),
+        ]
+    )
+    ep = await episode(harness, model, "Delete order 1")
+    assert errors(ep) == ["precondition_refused", "repeat_call"]
+    assert [c.tool for c in ep.calls] == ["get_customer", "delete_order"]
+    assert ep.patterns["repeat_call"] == 1
+    notice = [e for e in ep.events if e.kind == "tool_result" and not e.ok][1].error
+    assert notice["message"].startswith("You already called delete_order with these arguments and it failed")
+    assert notice["details"]["error"]["type"] == "precondition_refused"
+
+
 async def test_a_read_after_a_write_is_no_repeat_since_the_world_changed() -> None:
     harness = levers(guards={"repeat_notice": True})
     model = ScriptedModel(
