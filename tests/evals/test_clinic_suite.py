@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_episodes import played
 
 from evals import Grade, ReferenceCall, Task, evaluate, grade_episode, load_suite, replay_reference
-from harnesses import Episode, Event, load_harness, run_episode
+from harnesses import Episode, load_harness, run_episode
 from harnesses.models import LOCAL_DEFAULT_MODEL, ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,28 +40,7 @@ GENERIC_REPLY = "Thanks for calling Harborview! Let me look into that for you."
 
 
 def run(task: Task, seed: int, calls: list[ReferenceCall], replies: list[str]) -> Episode:
-    """An episode of `task` that made exactly `calls` on a fresh instance and said `replies`."""
-    with SUITE.world.instance(task.fixture, seed=seed, clock=task.clock) as instance:
-        for call in calls:
-            result = instance.call(call.tool, **call.arguments)
-            assert result.ok, f"{task.id}: {call.tool} failed: {result.error}"
-        log, diff = list(instance.log), instance.diff()
-    events = [Event(kind="user", agent="desk", content=task.user.message)]
-    events += [Event(kind="assistant", agent="desk", content=reply) for reply in replies]
-    return Episode(
-        harness="test",
-        harness_hash="",
-        model="scripted",
-        world=SUITE.world.name,
-        fixture=task.fixture,
-        seed=seed,
-        clock=task.clock,
-        task_id=task.id,
-        events=events,
-        calls=log,
-        diff=diff,
-        stop_reason="reply",
-    )
+    return played(SUITE, task, seed, calls, replies)
 
 
 def fitting_reply(task: Task) -> str:
