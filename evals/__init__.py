@@ -31,9 +31,9 @@ from ._store import (
     RunRecord,
     RunStore,
     StoreError,
+    live_status,
     new_run_id,
     now_text,
-    owner_alive,
     process_owner,
 )
 from ._suite import SPLITS, Expect, Suite, SuiteConfig, SuiteError, Task, UserSpec, load_suite
@@ -82,10 +82,10 @@ __all__ = [
     "evaluate_batch",
     "grade_episode",
     "grader",
+    "live_status",
     "load_suite",
     "new_run_id",
     "now_text",
-    "owner_alive",
     "pass_hat_k",
     "passes",
     "plan_batch",

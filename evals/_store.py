@@ -512,9 +512,16 @@ def _run_record(row: dict[str, Any]) -> RunRecord:
     values = dict(row)
     values["config"] = json.loads(row["config"] or "{}")
     values["metrics"] = json.loads(row["metrics"]) if row["metrics"] else None
-    if row["status"] == "running" and owner_alive(row.get("owner")) is False:
-        values["status"] = "interrupted"  # its process died without saying so (kill -9, a power cut)
+    values["status"] = live_status(row)
     return RunRecord.model_validate(values)
+
+
+def live_status(row: dict[str, Any]) -> str:
+    """A run row's status as a reader should see it: `running` whose process died without saying so
+    (kill -9, a power cut) is `interrupted`. Shared by every table that records an `owner`."""
+    if row["status"] == "running" and owner_alive(row.get("owner")) is False:
+        return "interrupted"
+    return row["status"]
 
 
 def process_owner() -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evals import RunStore, now_text, owner_alive, process_owner
+from evals import RunStore, live_status, now_text, process_owner
 
 from ._config import OptimizeConfig
 
@@ -160,7 +160,5 @@ class Records:
 
 
 def _with_live_status(row: dict[str, Any]) -> dict[str, Any]:
-    """The row as a reader should see it: `running` with its process gone (kill -9) is `interrupted`."""
-    if row["status"] == "running" and owner_alive(row.get("owner")) is False:
-        return {**row, "status": "interrupted"}
-    return row
+    """The row as a reader should see it (see `evals.live_status`)."""
+    return {**row, "status": live_status(row)}
