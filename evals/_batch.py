@@ -238,6 +238,13 @@ def resolve_agent_model(model: Model | str | None, harness: Harness) -> Model:
     return get_model(name, cache=ResponseCache.default())
 
 
+def in_flight(model: Model, concurrency: int) -> int:
+    """How many episodes a batch runs at once: `concurrency`, or fewer where the model says it serves
+    fewer (its `max_concurrency`; the local model serves one)."""
+    cap = getattr(model, "max_concurrency", None)
+    return min(concurrency, cap) if cap else concurrency
+
+
 async def evaluate_batch(
     harness: Harness | str | Path,
     suite: Suite | str | Path,
@@ -265,7 +272,7 @@ async def evaluate_batch(
         split, tasks: which tasks (default: all of them).
         seeds: run every task with these seeds instead of its own.
         k: run every task with exactly k seeds (see `Suite.seeds`); pass^k is reported.
-        concurrency: episodes in flight at once.
+        concurrency: episodes in flight at once, at most (see `in_flight`).
         store: where runs and episodes are written; None keeps everything in memory.
         run_id: an id for a new run, or the id of a stored run to resume (same harness, suite,
             model and selection): its stored episodes are kept and only the missing ones run.
@@ -342,7 +349,9 @@ async def evaluate_batch(
         _report(on_progress, progress)
         for item in todo:
             queue.put_nowait(item)
-        workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(todo)))]
+        workers = [
+            asyncio.create_task(worker()) for _ in range(min(in_flight(agent_model, concurrency), len(todo)))
+        ]
         await asyncio.gather(*workers)
     except BaseException as error:
         for running in workers:

@@ -151,10 +151,10 @@ class TextProtocol:
         )
         return "\n".join([rules, *(spec.line() for spec in [*specs, reply])])
 
-    def render_demos(self, demos: list[Demo]) -> str:
+    def render_demos(self, demos: list[Demo], first: int = 1) -> str:
         return "\n\n".join(
             f"{self.example_header.format(n=n)}\n{self.transcript(demo_turns(demo))}"
-            for n, demo in enumerate(demos, 1)
+            for n, demo in enumerate(demos, first)
         )
 
     def transcript(self, turns: list[Turn]) -> str:
@@ -180,11 +180,15 @@ class TextProtocol:
             return _compact({"tool": call.name, "args": call.arguments or {}})
         return _compact({"tool": REPLY_TOOL, "args": {"message": _one_line(turn.text or "")}})
 
-    def messages(self, system: str, turns: list[Turn]) -> list[dict[str, Any]]:
+    def messages(self, system: str, turns: list[Turn], examples: str = "") -> list[dict[str, Any]]:
         # The local provider joins contents with newlines: the model sees one continuous text.
+        live = {"role": "user", "content": f"{self.transcript(turns)}\n{self.prefix}"}
+        if not examples:
+            return [{"role": "system", "content": f"{system.rstrip()}\n\n{self.live_header}"}, live]
         return [
-            {"role": "system", "content": f"{system.rstrip()}\n\n{self.live_header}"},
-            {"role": "user", "content": f"{self.transcript(turns)}\n{self.prefix}"},
+            {"role": "system", "content": f"{system.rstrip()}\n"},
+            {"role": "system", "content": f"{examples.rstrip()}\n\n{self.live_header}"},
+            live,
         ]
 
     def parse(self, response: ModelResponse, call_id: str) -> Parsed:
@@ -229,9 +233,9 @@ class NativeProtocol:
     def render_tools(self, specs: list[ToolSpec]) -> str:
         return "\n".join(spec.line() for spec in specs)
 
-    def render_demos(self, demos: list[Demo]) -> str:
+    def render_demos(self, demos: list[Demo], first: int = 1) -> str:
         blocks = []
-        for n, demo in enumerate(demos, 1):
+        for n, demo in enumerate(demos, first):
             lines = [f"Example {n}{': ' + demo.title if demo.title else ''}"]
             for turn in demo_turns(demo):
                 if isinstance(turn, UserTurn):
@@ -245,8 +249,10 @@ class NativeProtocol:
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
 
-    def messages(self, system: str, turns: list[Turn]) -> list[dict[str, Any]]:
+    def messages(self, system: str, turns: list[Turn], examples: str = "") -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        if examples:
+            messages.append({"role": "system", "content": examples})
         for turn in turns:
             if isinstance(turn, UserTurn):
                 messages.append({"role": "user", "content": turn.text})

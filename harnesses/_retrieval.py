@@ -2,7 +2,9 @@
 
 A small model copies the worked example closest to the end of its prompt, so showing the
 examples most like the request at hand (the most similar last) moves it more than any fixed
-set. The index is built once per harness and agent and kept in `harness.memo`.
+set. The index is built once per harness and agent and kept in `harness.memo`. The runtime shows
+them after the agent's prompt, as a message of their own, so the prompt itself stays the same for
+every task and a local model reads it once per batch (see `harnesses/_runtime.py`).
 """
 
 from __future__ import annotations
@@ -52,15 +54,15 @@ class DemoIndex:
         return [name for name, _ in ranked[:k]][::-1]
 
 
-def shown_demos(harness: Harness, agent: str, opening: str) -> list[str]:
-    """The demo names an agent's prompt shows for a run opened by `opening`: fixed, then retrieved."""
+def retrieved_demos(harness: Harness, agent: str, opening: str) -> list[str]:
+    """The pool demos an agent shows for a run opened by `opening`, after its fixed `demos`."""
     config = harness.agent(agent)
     if config.retrieve_demos == 0:
-        return list(config.demos)
+        return []
     key = ("demo_index", agent)
     index = harness.memo.get(key)
     if index is None:
         fixed = set(config.demos)
         pool = {name: harness.demos[name] for name in config.demo_pool if name not in fixed}
         index = harness.memo[key] = DemoIndex(pool)
-    return [*config.demos, *index.closest(opening, config.retrieve_demos)]
+    return index.closest(opening, config.retrieve_demos)

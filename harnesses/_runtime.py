@@ -47,7 +47,7 @@ from ._protocols import (
     UserTurn,
     error_json,
 )
-from ._retrieval import shown_demos
+from ._retrieval import retrieved_demos
 from ._tools import ToolSpec, tool_specs
 from ._user import ScriptedUser, UserSide
 from .models import Model, ModelError, ModelParams, ModelResponse, ScriptExhausted, get_model
@@ -84,6 +84,7 @@ class _Agent:
     model: Model
     protocol: TextProtocol | NativeProtocol
     system: str
+    examples: str  # retrieved demos, shown after `system` so the prompt is the same for every task
     params: ModelParams
     specs: dict[str, ToolSpec]
     tools: list[dict[str, Any]] | None
@@ -207,7 +208,6 @@ class _Run:
             self.models[config.model] = model
         protocol = PROTOCOLS[harness.protocol_for(name, model.name)]
         specs = tool_specs(harness, name)
-        demos = shown_demos(harness, name, opening)
         # The prompt depends only on these; a batch renders it once per task instead of per episode.
         key = (
             "system",
@@ -215,7 +215,6 @@ class _Run:
             protocol.name,
             json.dumps(self.task, sort_keys=True, default=str),
             str(self.now),
-            tuple(demos),
         )
         system = harness.memo.get(key)
         if system is None:
@@ -229,7 +228,7 @@ class _Run:
                         "task": self.task,
                         "skills": {s: harness.skills[s] for s in config.skills},
                         "tools": protocol.render_tools(specs),
-                        "demos": protocol.render_demos([harness.demos[d] for d in demos]),
+                        "demos": protocol.render_demos([harness.demos[d] for d in config.demos]),
                         "protocol": protocol.name,
                         "now": self.now,
                     },
@@ -241,6 +240,10 @@ class _Run:
             model=model,
             protocol=protocol,
             system=system,
+            examples=protocol.render_demos(
+                [harness.demos[d] for d in retrieved_demos(harness, name, opening)],
+                first=len(config.demos) + 1,
+            ),
             params=protocol.params(harness.params_for(name)),
             specs={spec.name: spec for spec in specs},
             tools=protocol.tools(specs),
@@ -315,7 +318,7 @@ class _Run:
             raise _Stop("token_limit")
         try:
             response = await agent.model.complete(
-                agent.protocol.messages(agent.system, turns),
+                agent.protocol.messages(agent.system, turns, agent.examples),
                 tools=agent.tools,
                 params=agent.params,
                 sample=self.sample,

@@ -22,6 +22,7 @@ from evals import (
     RunStore,
     Suite,
     evaluate_batch,
+    in_flight,
     load_suite,
     new_run_id,
     now_text,
@@ -350,7 +351,7 @@ class Optimization:
         if not sample.results or not episodes:
             return 0.0
         mean = sum(r.episode.duration_s for r in sample.results) / len(sample.results)
-        return episodes * mean / min(self.config.concurrency, episodes)
+        return episodes * mean / min(in_flight(self.model, self.config.concurrency), episodes)
 
     def _parent(
         self,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import itertools
 import json
 import re
 from collections.abc import Callable, Collection
@@ -43,13 +44,15 @@ def prompt_of(messages: list[dict[str, Any]]) -> str:
     return "\n".join(t for m in messages if (t := _text(m.get("content"))) is not None)
 
 
-def split_prompt(messages: list[dict[str, Any]]) -> tuple[str, str]:
-    """(prefix, rest) of a raw prompt: the first message (a system prompt and demos, shared by every
-    call of an agent) and the others, joined as `prompt_of` joins them."""
-    parts = [t for m in messages if (t := _text(m.get("content"))) is not None]
-    if len(parts) < 2:
-        return "", "\n".join(parts)
-    return parts[0] + "\n", "\n".join(parts[1:])
+def raw_segments(messages: list[dict[str, Any]]) -> list[str]:
+    """A raw prompt (`prompt_of`) cut after its first message and after each system message that
+    follows it: the agent's prompt (shared by every task) and its retrieved examples (shared by
+    every call of an episode) are each evaluated once, then the conversation."""
+    parts = [(m.get("role"), t) for m in messages if (t := _text(m.get("content"))) is not None]
+    lead = 1 if len(parts) > 1 else 0
+    while lead < len(parts) - 1 and parts[lead][0] == "system":
+        lead += 1
+    return [*(text + "\n" for _, text in parts[:lead]), "\n".join(text for _, text in parts[lead:])]
 
 
 def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, **kwargs: Any) -> str:
@@ -147,12 +150,11 @@ def prompt_segments(
     one after another; the last one is evaluated with the generation, and all before it can be
     reused by the next call that starts with them.
 
-    A raw prompt has two (the first message, then the rest), exactly as the engine has always
-    cut gemma's prompts, so its answers do not change.
+    A raw prompt is cut as `raw_segments` says: a prompt and a conversation are two segments, as
+    the engine has always cut gemma's prompts, so its answers do not change.
     """
     if fmt == "raw":
-        head, rest = split_prompt(messages)
-        return [head, rest] if head else [rest]
+        return raw_segments(messages)
     if template is None:
         raise ValueError("a chat-format model needs its chat template")
     return chat_segments(template, messages, tools)
@@ -181,8 +183,9 @@ def parse_tool_calls(text: str, tool_names: Collection[str]) -> tuple[str | None
       maybe unclosed (cut at max_tokens): each readable block is a call, whatever its name (an
       unknown tool is the runtime's to report); the text around them is the content (a thought).
     - Without blocks, an answer that is nothing but such objects (bare, in a ```json fence, or a
-      list of them) is read as calls too, but only if every name is one of `tool_names`, so a
-      reply that happens to be JSON stays a reply.
+      list of them) is read as calls too, but only the leading objects that name one of
+      `tool_names`, so a reply that happens to be JSON stays a reply; JSON after them (a result
+      the model invented for its own call) is dropped.
     - Anything else, including a block whose JSON cannot be read, stays text: never an error.
 
     Small slips are forgiven: a missing closing brace or two, text after the object, single
@@ -211,8 +214,12 @@ def parse_tool_calls(text: str, tool_names: Collection[str]) -> tuple[str | None
         values = [single]  # one object with a slip (a missing closing brace)
     if values:
         objects = [item for value in values for item in (value if isinstance(value, list) else [value])]
-        calls = [call for obj in objects if (call := _call(obj)) is not None]
-        if calls and len(calls) == len(objects) and all(call.name in tool_names for call in calls):
+        calls = list(
+            itertools.takewhile(
+                lambda call: call is not None and call.name in tool_names, map(_call, objects)
+            )
+        )
+        if calls:  # JSON after the calls is the result the model imagined for them: the tool's own comes next
             return None, calls
     return text, []
 

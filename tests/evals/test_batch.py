@@ -21,7 +21,14 @@ from evals import (
     resume_batch,
 )
 from harnesses import Harness
-from harnesses.models import ModelParams, ModelRequest, ModelResponse, ModelUnavailable, ScriptedModel
+from harnesses.models import (
+    ModelParams,
+    ModelRequest,
+    ModelResponse,
+    ModelUnavailable,
+    ScriptedModel,
+    get_model,
+)
 from worlds import World
 
 
@@ -109,6 +116,18 @@ async def test_no_more_episodes_run_at_once_than_the_concurrency_limit(suite) ->
     model = CountingModel(0.01)
     result = await evaluate_batch(harness(), suite, model=model, seeds=list(range(6)), concurrency=4)
     assert len(result.results) == 18 and model.most == 4
+
+
+async def test_a_model_that_serves_one_request_at_a_time_runs_one_episode_at_a_time(suite) -> None:
+    # The local model: interleaved episodes would only evict each other's evaluated conversation.
+    model = CountingModel(0.01)
+    model.max_concurrency = 1
+    result = await evaluate_batch(harness(), suite, model=model, seeds=list(range(2)), concurrency=4)
+    assert len(result.results) == 6 and model.most == 1
+    assert (
+        get_model("local/gemma-3-270m").max_concurrency == 1
+        and get_model("openai/gpt-4o").max_concurrency is None
+    )
 
 
 async def test_a_cancelled_run_leaves_a_readable_store_and_resuming_runs_only_what_is_missing(

@@ -86,8 +86,9 @@ async def episode(harness: Harness, model: ScriptedModel, message: str, **option
         return await run_episode(harness, instance, model, message, **options)
 
 
-def titles(system: str) -> list[str]:
-    """The demo titles a native-protocol prompt shows, in order."""
+def titles(request: Any) -> list[str]:
+    """The demo titles a native-protocol request shows (its prompt, then its examples), in order."""
+    system = "\n".join(m["content"] for m in request.messages if m["role"] == "system")
     return [line.split(": ", 1)[1] for line in system.splitlines() if line.startswith("Example ")]
 
 
@@ -108,8 +109,7 @@ async def test_retrieved_demos_follow_the_fixed_ones_with_the_most_similar_last(
     harness = levers("native", demo_pool=["order", "ship", "cancel"], retrieve_demos=2)
     model = ScriptedModel(["ok"])
     await episode(harness, model, "Could you mark order 5 as shipped?")
-    shown = titles(model.requests[0].messages[0]["content"])
-    assert shown == ["Look up a customer", "Delete an order", "Ship an order"]
+    assert titles(model.requests[0]) == ["Look up a customer", "Delete an order", "Ship an order"]
 
 
 async def test_a_demo_is_found_by_the_tools_it_calls_as_well_as_its_words() -> None:
@@ -134,8 +134,21 @@ async def test_each_task_in_a_batch_gets_the_demos_of_its_own_opening_message() 
     await episode(harness, model, "Please cancel my order 4")
     await episode(harness, model, "Mark order 5 as shipped")
     await episode(harness, model, "Cancel order 2")
-    shown = [titles(request.messages[0]["content"]) for request in model.requests]
+    shown = [titles(request) for request in model.requests]
     assert [s[-1] for s in shown] == ["Delete an order", "Ship an order", "Delete an order"]
+
+
+async def test_retrieved_demos_come_after_a_prompt_that_is_the_same_for_every_task() -> None:
+    # A local model reads a prompt it has already read for free: retrieval must not change it per task.
+    for protocol in ("native", "text"):
+        harness = levers(protocol, demo_pool=["order", "ship", "cancel"], retrieve_demos=1)
+        model = ScriptedModel(["ok", "ok"] if protocol == "native" else [say("ok"), say("ok")])
+        await episode(harness, model, "Please cancel my order 4")
+        await episode(harness, model, "Mark order 5 as shipped")
+        first, second = (request.messages for request in model.requests)
+        assert first[0] == second[0], protocol
+        assert first[1]["role"] == second[1]["role"] == "system"
+        assert first[1] != second[1], "each task still gets its own closest demo"
 
 
 async def test_the_index_is_built_once_per_harness_not_per_episode(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,7 +176,7 @@ async def test_a_sub_agent_retrieves_for_the_request_delegated_to_it() -> None:
     await episode(
         Harness.from_files(harness_files, world=shop), model, "Mark order 4 as shipped, no wait, drop it"
     )
-    clerk_prompt = model.requests[1].messages[0]["content"]
+    clerk_prompt = "\n".join(m["content"] for m in model.requests[1].messages[:2])
     assert '"delete_order"' in clerk_prompt and '"set_status"' not in clerk_prompt
 
 

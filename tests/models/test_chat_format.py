@@ -11,9 +11,9 @@ from harnesses.models._chat import (
     chat_segments,
     compile_template,
     parse_tool_calls,
+    prompt_of,
     prompt_segments,
     render_chat,
-    split_prompt,
 )
 
 TOOLS = {"get_order", "track_shipment"}
@@ -94,6 +94,13 @@ def test_bare_json_naming_no_offered_tool_stays_a_reply():
     text = '{"name": "Ada Lovelace", "arguments": {"age": 36}}'
 
     assert parse_tool_calls(text, TOOLS) == (text, [])
+
+
+def test_a_bare_call_followed_by_a_result_the_model_invented_is_still_the_call():
+    # Qwen 0.5B writes its call, then what it imagines the tool said; the tool's real answer comes next.
+    text = '{"name": "get_order", "arguments": {"order_id": "ORD-3"}}\n{"error": "order not found"}'
+
+    assert calls_of(text) == (None, [("get_order", {"order_id": "ORD-3"})])
 
 
 def test_bare_json_with_text_around_it_stays_a_reply():
@@ -234,8 +241,19 @@ def test_a_template_that_refuses_the_conversation_is_a_value_error():
         render_chat(template, CONVERSATION, None)
 
 
-def test_a_raw_prompt_is_the_contents_joined_with_the_first_message_as_the_head():
-    assert split_prompt(CONVERSATION[:2]) == ("You are the support desk.\n", "Where is ORD-1?")
-    assert prompt_segments("raw", CONVERSATION[:2], None, None) == list(split_prompt(CONVERSATION[:2]))
+def test_a_raw_prompt_is_cut_after_the_first_message_and_the_system_messages_after_it():
+    examples = {"role": "system", "content": "Example 1"}
+    assert prompt_segments("raw", CONVERSATION[:2], None, None) == [
+        "You are the support desk.\n",
+        "Where is ORD-1?",
+    ]
+    assert prompt_segments("raw", [CONVERSATION[0], examples, CONVERSATION[1]], None, None) == [
+        "You are the support desk.\n",
+        "Example 1\n",
+        "Where is ORD-1?",
+    ]
+    assert "".join(
+        prompt_segments("raw", [CONVERSATION[0], examples, CONVERSATION[1]], None, None)
+    ) == prompt_of([CONVERSATION[0], examples, CONVERSATION[1]])
     assert prompt_segments("raw", CONVERSATION[1:2], None, None) == ["Where is ORD-1?"]
-    assert split_prompt([{"role": "user", "content": "Once"}]) == ("", "Once")
+    assert prompt_segments("raw", [{"role": "user", "content": "Once"}], None, None) == ["Once"]
