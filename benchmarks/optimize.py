@@ -76,7 +76,8 @@ class Outcome:
     test: tuple[Scores, Scores]
     result: OptimizeResult
     minutes: float
-    recovered: float | None = None  # recovery only: share of the damage's test loss won back
+    recovered: float | None = None  # recovery only: share of the damage's test pass^1 loss won back
+    recovered_mean: float | None = None  # the same for the test mean score, which moves in finer steps
 
 
 def git(root: Path, *args: str) -> None:
@@ -170,10 +171,10 @@ async def scenario(world: str, name: str, model: str | None, max_minutes: float,
         val_start, test_start = await scores(start, suite_path, store, model)
         val_final, test_final = await scores(final, suite_path, store, model)
         store.close()
-        recovered = None
+        recovered = recovered_mean = None
         if shipped_test is not None:
-            lost = shipped_test.pass1 - test_start.pass1
-            recovered = (test_final.pass1 - test_start.pass1) / lost if lost > 0 else None
+            recovered = won_back(shipped_test.pass1, test_start.pass1, test_final.pass1)
+            recovered_mean = won_back(shipped_test.mean, test_start.mean, test_final.mean)
         return Outcome(
             world=world,
             scenario=name,
@@ -183,7 +184,14 @@ async def scenario(world: str, name: str, model: str | None, max_minutes: float,
             result=result,
             minutes=minutes,
             recovered=recovered,
+            recovered_mean=recovered_mean,
         )
+
+
+def won_back(shipped: float, damaged: float, final: float) -> float | None:
+    """The share of what the damage cost that the run won back; None when the damage cost nothing."""
+    lost = shipped - damaged
+    return (final - damaged) / lost if lost > 0 else None
 
 
 def table(outcomes: list[Outcome]) -> Table:
@@ -203,7 +211,7 @@ def table(outcomes: list[Outcome]) -> Table:
         "accepted",
         "episodes",
         "minutes",
-        "recovered",
+        "recovered (pass^1 / mean)",
     ):
         view.add_column(column)
     for o in outcomes:
@@ -218,7 +226,7 @@ def table(outcomes: list[Outcome]) -> Table:
             str(len(o.result.accepted)),
             str(o.result.episodes),
             f"{o.minutes:.1f}",
-            "-" if o.recovered is None else f"{o.recovered:.0%}",
+            " / ".join("-" if share is None else f"{share:.0%}" for share in (o.recovered, o.recovered_mean)),
         )
     return view
 

@@ -62,6 +62,7 @@ PATTERNS = (
     "malformed_action",  # an answer that was neither an action nor a reply
     "precondition_refused",
     "turn_limit",
+    "unlooked_reply",  # the first agent replied before it had called any tool
 )
 
 
@@ -192,6 +193,8 @@ class Episode(BaseModel):
             said = [e.kind for e in self.events if e.kind in ("user", "assistant") and e.agent == self._entry]
             counts["no_reply"] = int(not said or said[-1] != "assistant")
         counts["turn_limit"] = int(self.stop_reason == "turn_limit")
+        first = next((e.kind for e in self.events if e.kind in ("assistant", "tool_call", "delegate")), None)
+        counts["unlooked_reply"] = int(first == "assistant")
         return counts
 
     @property

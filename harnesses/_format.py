@@ -42,19 +42,22 @@ agents:
 - Retrieval ranks the pool (less any name already in `demos`) by BM25 over each demo's title,
   user turns and called tool names, against the message that opens the agent's run (the user's
   first message; for a sub-agent, the first request delegated to it), ties broken by name. The
-  `demos` variable shows the fixed demos, then the k retrieved, the most similar last (a base
-  model copies the last example). k may not exceed the pool less the fixed demos.
+  `demos` variable shows the fixed demos; the k retrieved follow the whole prompt as a message of
+  their own, the most similar last (a base model copies the last example), so the prompt stays
+  the same for every task and a local model reads it once. k may not exceed the pool less the fixed demos.
 - `rules` are one-line texts; each becomes a `- ` line under a `Rules:` heading at the end of the
   rendered system prompt, so a rule is added or removed without touching a template.
 - `guards.repeat_notice`: a call identical (tool and arguments) to one the same agent made
-  successfully since the world last changed does not run again; the agent is told to use the
-  earlier result or reply, and is shown that result again (error type `repeat_call`, the result
-  in its `details`).
+  successfully since the world last changed, or to one that failed with no success since, does
+  not run again; the agent is told to use the earlier result (shown again in the error's
+  `details`) or reply (error type `repeat_call`).
 - `guards.reply_nudge`: before the episode's last model turn (limits.turns), and after an answer
   that is neither an action nor a reply, the agent is told to reply now with what it found.
 - `guards.preconditions`: a tool with `requires` in tools.yaml is refused (error type
   `precondition_refused`, no world call) until one of the required tools has succeeded earlier
   in the episode; the observation names them.
+- `guards.look_first`: the first reply an agent makes before calling any tool is held back, once,
+  and the agent is told to check the facts with a tool first (a `notice` event keeps the reply).
 
 `Episode.patterns` counts the failures these settings address (see `harnesses._episode`).
 
@@ -129,6 +132,7 @@ class Guards(_Strict):
     repeat_notice: bool = Field(False, description="Do not rerun an identical successful call; say so.")
     reply_nudge: bool = Field(False, description="Tell the agent to reply before its last turn runs out.")
     preconditions: bool = Field(False, description="Refuse a tool until a tool it `requires` succeeded.")
+    look_first: bool = Field(False, description="Hold back a reply made before any tool call, once; say so.")
 
 
 class AgentConfig(_Strict):

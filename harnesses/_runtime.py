@@ -144,6 +144,7 @@ class _Run:
         self.agents: dict[str, _Agent] = {}
         self.memory = CallMemory()  # for the repeat guard
         self.succeeded: set[str] = set()  # tools that succeeded this episode, for the preconditions guard
+        self.looked: set[str] = set()  # agents that called a tool or were told to, for the look_first guard
         self.started = time.perf_counter()
         self.now = instance.now().strftime(TIMESTAMP_FORMAT)
 
@@ -276,6 +277,18 @@ class _Run:
                 )
                 turns += [AssistantTurn(raw=parsed.raw), ErrorTurn(message)]
                 continue
+            if parsed.reply is not None and agent.guards.look_first and name not in self.looked:
+                # Held back, not shown again: a small model copies its own unfounded answer.
+                self.looked.add(name)
+                notice = "You have not looked anything up yet. Call a tool to check the facts, then reply."
+                self._event(
+                    "notice",
+                    name,
+                    content=f"{notice} (held back: {' '.join(parsed.reply.split())[:200]})",
+                    **cost,
+                )
+                turns.append(NoticeTurn(notice))
+                continue
             if parsed.reply is not None:
                 turns.append(AssistantTurn(text=parsed.reply))
                 if delegation is None:
@@ -346,6 +359,7 @@ class _Run:
         if self.tool_calls >= self.limits.tool_calls:
             raise _Stop("tool_limit")
         self.tool_calls += 1
+        self.looked.add(agent.name)
         spec = agent.specs.get(call.name)
         if spec is not None and spec.kind == "delegate" and call.error is None:
             request = (call.arguments or {}).get("request")

@@ -27,12 +27,14 @@ RULES = {
     "malformed_action": "Answer with one action in the format shown, or with your reply.",
     "precondition_refused": "Do what a tool requires first (for example verify identity) before calling it.",
     "turn_limit": "Reply as soon as you have what you need; do not keep calling tools.",
+    "unlooked_reply": "Never answer from memory: look the facts up with a tool before you reply.",
 }
 # Which patterns each guard addresses.
 GUARD_PATTERNS = {
     "repeat_notice": ("repeat_call",),
     "reply_nudge": ("no_reply", "malformed_action", "turn_limit"),
     "preconditions": ("precondition_refused",),
+    "look_first": ("unlooked_reply",),
 }
 _MIN_SUPPORT = 2  # references a precondition is learned from
 
@@ -81,7 +83,7 @@ def _set_guard(edit: Edit, agent: str, guard: str, on: bool) -> None:
 class EnableGuard:
     """Turn a runtime guard on for every agent that lacks it, when failing train episodes show the
     failure it prevents: repeat_notice for repeated calls; reply_nudge for no reply, malformed answers
-    or the turn limit; preconditions, with `requires` learned from train references, for writes made
+    or the turn limit; look_first for replies made before any lookup; preconditions, with `requires` learned from train references, for writes made
     before the step every reference takes first."""
 
     name = "enable_guard"
@@ -92,7 +94,7 @@ class EnableGuard:
         counts = pattern_counts(context)
         harness = context.harness
         options = []
-        for guard in ("repeat_notice", "reply_nudge"):
+        for guard in ("repeat_notice", "reply_nudge", "look_first"):
             seen = sum(counts.get(p, 0) for p in GUARD_PATTERNS[guard])
             agents = [a for a, cfg in harness.agents.items() if not getattr(cfg.guards, guard)]
             if seen and agents:

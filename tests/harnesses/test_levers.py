@@ -297,6 +297,33 @@ async def test_a_read_after_a_write_is_no_repeat_since_the_world_changed() -> No
 
 
 @pytest.mark.parametrize("protocol", ["text", "native"])
+async def test_a_reply_before_any_lookup_is_held_back_once_with_look_first(protocol: str) -> None:
+    lookup = (
+        act("get_customer", customer_id="C1")
+        if protocol == "text"
+        else call("get_customer", customer_id="C1")
+    )
+    guess, done = ("C1 is Ada.", "C1 is Customer 1.")
+    if protocol == "text":
+        guess, done = say(guess), say(done)
+    model = ScriptedModel([guess, lookup, done])
+    ep = await episode(levers(protocol, guards={"look_first": True}), model, "Who is C1?")
+    assert ep.reply == "C1 is Customer 1." and [c.tool for c in ep.calls] == ["get_customer"]
+    assert "Ada" not in json.dumps(model.requests[1].messages), "the unfounded answer is not shown again"
+    notices = [e.content for e in ep.events if e.kind == "notice"]
+    assert len(notices) == 1 and "(held back: C1 is Ada.)" in notices[0]
+    assert ep.patterns["unlooked_reply"] == 0
+
+    # Off, the guess is the reply, and the pattern says so; on, a second unfounded reply stands.
+    ep = await episode(levers(protocol), ScriptedModel([guess]), "Who is C1?")
+    assert ep.reply == "C1 is Ada." and ep.patterns["unlooked_reply"] == 1
+    ep = await episode(
+        levers(protocol, guards={"look_first": True}), ScriptedModel([guess, guess]), "Who is C1?"
+    )
+    assert ep.reply == "C1 is Ada." and ep.patterns["unlooked_reply"] == 1
+
+
+@pytest.mark.parametrize("protocol", ["text", "native"])
 async def test_the_last_model_turn_comes_with_a_reminder_to_reply(protocol: str) -> None:
     lookup = (
         act("get_customer", customer_id="C1")
@@ -419,6 +446,7 @@ async def test_an_episode_counts_its_failure_patterns_and_keeps_them_when_stored
         "malformed_action": 1,
         "precondition_refused": 0,
         "turn_limit": 1,
+        "unlooked_reply": 0,
     }
     assert list(ep.patterns) == list(PATTERNS)
     stored = json.loads(ep.model_dump_json())
