@@ -247,7 +247,7 @@ def main() -> None:
         for world in worlds
         for name in (args.scenario or ["default", "recovery"])
     ]
-    Console().print(table(outcomes))
+    Console(width=200).print(table(outcomes))
 
 
 if __name__ == "__main__":
