@@ -234,7 +234,12 @@ def try_(
     task: Annotated[
         str | None, typer.Option(help="Run an eval task instead (its fixture, user and grade).")
     ] = None,
-    suite: Annotated[Path | None, typer.Option(help="With --task: the suite; default evals/<world>.")] = None,
+    suite: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --task: the suite; default harness.yaml's suite, else evals/<world> above the harness."
+        ),
+    ] = None,
     fixture: Annotated[str, typer.Option(help="The world fixture to start from.")] = "small_shop",
     model: Annotated[
         str | None, typer.Option(help="Model (any litellm name); default $ATOLL_MODEL, else the harness's.")
@@ -263,6 +268,7 @@ def try_(
         grade_episode,
         load_suite,
         render_grade,
+        suite_for,
         user_for,
     )
     from harnesses import HarnessError, load_harness, render_episode, try_episode
@@ -274,7 +280,7 @@ def try_(
     try:
         options: dict[str, Any] = {"fixture": fixture, "message": message or "", "replies": reply or []}
         if task is not None:
-            evals_suite = load_suite(suite or Path("evals") / load_harness(harness).world.name)
+            evals_suite = load_suite(suite or suite_for(load_harness(harness)))
             chosen = evals_suite.task(task)
             options = {
                 "fixture": chosen.fixture,
@@ -306,7 +312,10 @@ def eval_(
         Path | None, typer.Argument(help="The harness folder, e.g. `harnesses/support_agent`.")
     ] = None,
     suite: Annotated[
-        Path | None, typer.Option(help="Eval suite folder; default evals/<the harness's world>.")
+        Path | None,
+        typer.Option(
+            help="Eval suite folder; default harness.yaml's suite, else evals/<world> above the harness."
+        ),
     ] = None,
     split: Annotated[str | None, typer.Option(help="train, val or test; default all tasks.")] = None,
     k: Annotated[
@@ -337,6 +346,7 @@ def eval_(
         new_run_id,
         progress_bar,
         render_result,
+        suite_for,
     )
     from evals import resume as resume_run
     from harnesses import load_harness
@@ -352,7 +362,7 @@ def eval_(
                 run_id = store.latest_unfinished("eval") if latest else store.resolve(resume)
                 result = resume_run(run_id, store=store, concurrency=concurrency, on_progress=on_progress)
             else:
-                suite = suite or Path("evals") / load_harness(harness).world.name
+                suite = suite or suite_for(load_harness(harness))
                 run_id = new_run_id("eval")
                 result = evaluate(
                     harness,
@@ -420,7 +430,10 @@ def run(
         Path, typer.Argument(help="The harness folder to improve, e.g. `harnesses/support_agent`.")
     ],
     suite: Annotated[
-        Path | None, typer.Option(help="Eval suite folder; default evals/<the harness's world>.")
+        Path | None,
+        typer.Option(
+            help="Eval suite folder; default harness.yaml's suite, else evals/<world> above the harness."
+        ),
     ] = None,
     model: Annotated[
         str | None,
@@ -578,7 +591,10 @@ def gate(
         ),
     ] = None,
     suite: Annotated[
-        Path | None, typer.Option(help="Eval suite folder; default evals/<the harness's world>.")
+        Path | None,
+        typer.Option(
+            help="Eval suite folder; default harness.yaml's suite, else evals/<world> above the harness."
+        ),
     ] = None,
     model: Annotated[
         str | None, typer.Option(help="Agent model; default $ATOLL_MODEL, else the harness's.")

@@ -16,6 +16,7 @@ from ._batch import (
     resume_batch,
 )
 from ._graders import grade_episode, replay_reference
+from ._locate import suite_for
 from ._render import (
     progress_bar,
     render_episode_result,
@@ -102,6 +103,7 @@ __all__ = [
     "replay_reference",
     "resume",
     "resume_batch",
+    "suite_for",
     "user_for",
     "values_equal",
 ]

@@ -1,7 +1,8 @@
 """The shapes of a harness's files, as pydantic models. The format in one place:
 
 ```
-harness.yaml      name, world, model (default model string), params (temperature, max_tokens, top_p,
+harness.yaml      name, world, suite (its eval suite's folder, relative to the harness; default:
+                  evals/<world> in the nearest folder above), model (default model string), params (temperature, max_tokens, top_p,
                   stop, seed, timeout_s), protocols (model-name pattern -> native | text, first match
                   wins; unmatched: an embedded model's own, else native), limits (turns, tool_calls, tokens,
                   observation_chars), entry (the agent the user talks to) and agents:
@@ -36,7 +37,7 @@ agents:
     retrieve_demos: 2                    # k: per episode, the k pool demos most like the request
     rules:                               # appended to the system prompt under "Rules:"
       - Look the order up before you answer.
-    guards: {repeat_notice: true, reply_nudge: true, preconditions: true}
+    guards: {repeat_notice: true, reply_nudge: true, preconditions: true, look_first: true}
 ```
 
 - Retrieval ranks the pool (less any name already in `demos`) by BM25 over each demo's title,
@@ -162,6 +163,9 @@ class HarnessConfig(_Strict):
     name: str
     description: str = ""
     world: str
+    suite: str | None = Field(
+        None, description="The eval suite's folder, relative to this one; default: evals/<world> above it."
+    )
     model: str = LOCAL_DEFAULT_MODEL
     params: ParamsOverride = Field(default_factory=ParamsOverride)
     # Which protocol an agent without its own `protocol` speaks: the first pattern (fnmatch) that

@@ -20,7 +20,7 @@ class OptimizeConfig(BaseModel):
     """Everything that shapes an optimization run; stored with the run so `--resume` repeats it."""
 
     harness: Path = Field(description="The harness folder to improve (it must be clean in git to commit).")
-    suite: Path | None = Field(None, description="The eval suite; default evals/<the harness's world>.")
+    suite: Path | None = Field(None, description="The eval suite; default: `evals.suite_for(harness)`.")
     model: str | None = Field(
         None, description="The agent's model; default $ATOLL_MODEL, else the harness's."
     )

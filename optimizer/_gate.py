@@ -33,6 +33,7 @@ from evals import (
     evaluate_batch,
     load_suite,
     passes,
+    suite_for,
 )
 from harnesses import Harness, HarnessError, load_harness
 from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
@@ -68,7 +69,7 @@ class GateConfig(BaseModel):
         None, description="Git ref of the base; default the merge base of HEAD with the default branch."
     )
     baseline: Path | None = Field(None, description="A stored result to compare with instead of a ref.")
-    suite: Path | None = Field(None, description="The eval suite; default evals/<the harness's world>.")
+    suite: Path | None = Field(None, description="The eval suite; default: `evals.suite_for(harness)`.")
     model: str | None = Field(
         None, description="The agent's model; default $ATOLL_MODEL, else the harness's."
     )
@@ -261,20 +262,25 @@ class _Gate:
         with tempfile.TemporaryDirectory(prefix="atoll-gate-") as scratch:
             with _setup_errors():
                 candidate = load_harness(config.harness)
-                suite = _checked_suite(
-                    config.suite or Path("evals") / candidate.world.name, candidate, config
-                )
+                sha, base_harness, base_suite = None, None, None
+                if config.baseline is None:
+                    base_label, sha = resolve_base(config.harness, config.base)
+                    base_harness = _harness_at(config.harness, base_label, sha)
+                    if config.suite is None and base_harness.config.suite != candidate.config.suite:
+                        raise GateError(
+                            f"{config.harness}/harness.yaml: the change moves the suite (suite: "
+                            f"{base_harness.config.suite!r} -> {candidate.config.suite!r}); pass --suite to choose one"
+                        )
+                suite = _checked_suite(config.suite or suite_for(candidate), candidate, config)
                 seeds = {task.id: suite.seeds(task, k=config.k) for task in suite.select(split=config.split)}
                 base: Harness | GateSide
-                sha, base_suite = None, None
-                if config.baseline is not None:
+                if base_harness is None:
                     base_label = str(config.baseline)
                     baseline = load_baseline(config.baseline)
                     change = self._check_baseline(baseline, suite, seeds)
                     base = baseline.side.model_copy(update={"label": f"baseline {base_label}"})
                 else:
-                    base_label, sha = resolve_base(config.harness, config.base)
-                    base = _harness_at(config.harness, base_label, sha)
+                    base = base_harness
                     change, base_suite = self._base_suite(suite, candidate, base_label, sha, Path(scratch))
                 for harness in (candidate, base):
                     if isinstance(harness, Harness):

@@ -13,7 +13,6 @@ import random
 import time
 from collections.abc import Callable
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from evals import (
@@ -26,6 +25,7 @@ from evals import (
     load_suite,
     new_run_id,
     now_text,
+    suite_for,
 )
 from harnesses import Harness, HarnessError, load_harness
 from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
@@ -141,7 +141,7 @@ class Optimization:
         else:
             self.start = on_disk
         self.world = self.start.world
-        self.suite = load_suite(config.suite or Path("evals") / self.world.name)
+        self.suite = load_suite(config.suite or suite_for(self.start))
         if self.suite.world.name != self.world.name:
             raise OptimizerError(
                 f"harness {self.start.name!r} drives world {self.world.name!r} but suite {self.suite.name!r} "
@@ -426,6 +426,8 @@ class Optimization:
             return self._invalid(iteration, str(error), **step)
         if candidate.config.world != self.start.config.world:  # a world name is a module to import
             return self._invalid(iteration, "a proposal may not change the harness's world", **step)
+        if candidate.config.suite != self.start.config.suite:  # nor choose what grades it
+            return self._invalid(iteration, "a proposal may not change the harness's suite", **step)
         held_out = {task.id: task.user.message for task in self.suite.tasks if task.split != "train"}
         leak = held_out_leak(candidate.demos, parent.demos, held_out)
         if leak:  # proposers never see val or test; this catches one that found them elsewhere

@@ -316,6 +316,19 @@ def test_on_the_command_line_the_relaxed_suite_exits_1_naming_the_changed_file_u
     assert "accepted (--accept-suite-changes)" in " ".join(accepted.stdout.split())
 
 
+def test_a_change_that_points_harness_yaml_at_another_suite_is_refused(workspace: Path):
+    # An easier suite already committed elsewhere would otherwise grade the change unnoticed.
+    write(workspace / "easy", {"suite.yaml": "name: easy\nworld: helpdesk\n"})
+    git(workspace, "add", ".")
+    git(workspace, "commit", "-qm", "an easier suite")
+    sabotage(workspace)
+    harness_yaml = workspace / "h" / "harness.yaml"
+    harness_yaml.write_text(harness_yaml.read_text() + "suite: ../easy\n")
+
+    with pytest.raises(GateError, match=r"moves the suite \(suite: None -> '../easy'\); pass --suite"):
+        run(workspace, suite=None)
+
+
 def test_an_unchanged_suite_is_graded_once_per_side_as_before(workspace: Path):
     (workspace / "s" / "__pycache__").mkdir()
     (workspace / "s" / "__pycache__" / "graders.cpython-311.pyc").write_bytes(b"\0")

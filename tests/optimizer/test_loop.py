@@ -13,7 +13,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from notes_desk import MAGIC, PROMPT, DoesNothing, Helpful, agent, git, make_workspace
+from notes_desk import HARNESS_YAML, MAGIC, PROMPT, DoesNothing, Helpful, agent, git, make_workspace
 from rich.console import Console
 
 from evals import RunStore, process_owner
@@ -28,8 +28,8 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def config(root: Path, **overrides) -> OptimizeConfig:
-    options = {"max_proposals": 2, "max_minutes": None, "concurrency": 4, **overrides}
-    return OptimizeConfig(harness=root / "h", suite=root / "s", **options)
+    options = {"suite": root / "s", "max_proposals": 2, "max_minutes": None, "concurrency": 4, **overrides}
+    return OptimizeConfig(harness=root / "h", **options)
 
 
 def run(root: Path, *, resume: str | None = None, on_event=None, **overrides):
@@ -261,6 +261,28 @@ def test_a_proposal_that_changes_the_harness_world_is_invalid(workspace: Path):
 
     assert [step.verdict for step in result.steps] == ["invalid"]
     assert "may not change the harness's world" in result.steps[0].reasons[0]
+
+
+def test_a_proposal_that_changes_the_harness_suite_is_invalid(workspace: Path):
+    moves = EditsAFile("moves_the_suite", "harness.yaml", lambda text: text + "suite: ../easier\n")
+
+    result = run_with(workspace, [moves], max_proposals=1)
+
+    assert [step.verdict for step in result.steps] == ["invalid"]
+    assert "may not change the harness's suite" in result.steps[0].reasons[0]
+
+
+def test_a_run_started_from_another_directory_finds_the_suite_harness_yaml_names(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    (workspace / "h" / "harness.yaml").write_text(HARNESS_YAML + "suite: ../s\n")
+    git(workspace, "commit", "-qam", "name the suite")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+
+    result = run(workspace, suite=None)
+
+    assert [step.verdict for step in result.steps] == ["screened_out", "accept"]
 
 
 def test_the_screen_drops_the_change_that_moved_nothing_and_races_the_helpful_one_to_the_gate(
