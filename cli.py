@@ -14,11 +14,29 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
+
+class _Commands(TyperGroup):
+    """The one error handler: an AtollError raised by any layer under any command is one line on stderr
+    and its exit code (2 usage or configuration, 3 the run failed), never a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as error:
+            from worlds import AtollError  # imported here: `optimize --help` stays instant
+
+            if isinstance(error, AtollError):
+                fail(str(error), code=error.exit_code)
+            raise
+
+
 app = typer.Typer(
+    cls=_Commands,
     help="Atoll: optimize agent harnesses against private SQLite worlds, graded by what the agent changed.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
@@ -32,32 +50,13 @@ app.add_typer(world_app, name="world")
 out = Console()
 err = Console(stderr=True)
 
-USAGE_ERROR = 2
+USAGE_ERROR = 2  # as worlds.USAGE_ERROR, without importing it for `--help`
 
 
 def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     """One clear line on stderr and a non-zero exit, no traceback."""
     err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)  # paths stay whole
     raise typer.Exit(code)
-
-
-def run_errors() -> tuple[type[Exception], ...]:
-    """What can stop an evaluation that a person must fix, each shown as one line (imported lazily)."""
-    from evals import BatchError, GraderError, ReferenceFailed, StoreError, SuiteError
-    from harnesses import HarnessError
-    from harnesses.models import ModelError
-    from worlds import WorldError
-
-    return (
-        SuiteError,
-        BatchError,
-        StoreError,
-        GraderError,
-        ReferenceFailed,
-        HarnessError,
-        ModelError,
-        WorldError,
-    )
 
 
 # Config fields whose command-line option is spelled differently.
@@ -80,12 +79,9 @@ def _print_json(payload: Any) -> None:
 
 
 def _load_world(name: str):
-    from worlds import WorldError, get_world
+    from worlds import get_world
 
-    try:
-        return get_world(name)
-    except WorldError as error:
-        fail(str(error))
+    return get_world(name)
 
 
 @world_app.command("list")
@@ -193,7 +189,7 @@ def world_call(
 
     Example: `optimize world call helpdesk small_shop get_order --args '{"order_id": "ORD-1001"}'`
     """
-    from worlds import Clock, WorldError
+    from worlds import Clock
 
     world = _load_world(world_name)
     if tool not in world.tools:
@@ -208,7 +204,7 @@ def world_call(
         fail('--args must be a JSON object, like \'{"order_id": "ORD-1001"}\'')
     try:
         instance = world.instance(fixture, seed=seed, clock=Clock.parse(clock))
-    except (WorldError, ValueError) as error:
+    except ValueError as error:
         fail(str(error))
     with instance:
         result = instance.call(tool, **arguments)
@@ -261,41 +257,25 @@ def try_(
     """
     import asyncio
 
-    from evals import (
-        GraderError,
-        ReferenceFailed,
-        SuiteError,
-        grade_episode,
-        load_suite,
-        render_grade,
-        suite_for,
-        user_for,
-    )
-    from harnesses import HarnessError, load_harness, render_episode, try_episode
-    from harnesses.models import ModelError
-    from worlds import WorldError
+    from evals import grade_episode, load_suite, render_grade, suite_for, user_for
+    from harnesses import load_harness, render_episode, try_episode
 
     if (message is None) == (task is None):
         fail("give --message TEXT or --task ID (one of them)")
-    try:
-        options: dict[str, Any] = {"fixture": fixture, "message": message or "", "replies": reply or []}
-        if task is not None:
-            evals_suite = load_suite(suite or suite_for(load_harness(harness)))
-            chosen = evals_suite.task(task)
-            options = {
-                "fixture": chosen.fixture,
-                "message": chosen.user.message,
-                "clock": chosen.clock,
-                "task_id": chosen.id,
-                "task_context": chosen.context,
-                "user": lambda agent_model: user_for(chosen, model=agent_model, sample=seed),
-            }
-        episode = asyncio.run(
-            try_episode(harness, model_name=model, seed=seed, cache=not no_cache, **options)
-        )
-        grade = grade_episode(evals_suite, chosen, episode) if task is not None else None
-    except (HarnessError, WorldError, ModelError, SuiteError, GraderError, ReferenceFailed) as error:
-        fail(str(error))
+    options: dict[str, Any] = {"fixture": fixture, "message": message or "", "replies": reply or []}
+    if task is not None:
+        evals_suite = load_suite(suite or suite_for(load_harness(harness)))
+        chosen = evals_suite.task(task)
+        options = {
+            "fixture": chosen.fixture,
+            "message": chosen.user.message,
+            "clock": chosen.clock,
+            "task_id": chosen.id,
+            "task_context": chosen.context,
+            "user": lambda agent_model: user_for(chosen, model=agent_model, sample=seed),
+        }
+    episode = asyncio.run(try_episode(harness, model_name=model, seed=seed, cache=not no_cache, **options))
+    grade = grade_episode(evals_suite, chosen, episode) if task is not None else None
     if as_json:
         _print_json(episode.model_dump(mode="json") | ({"grade": grade.model_dump()} if grade else {}))
     else:
@@ -376,8 +356,6 @@ def eval_(
                     reuse=reuse,
                     on_progress=on_progress,
                 )
-    except run_errors() as error:
-        fail(str(error))
     except KeyboardInterrupt:
         with RunStore() as store:  # interrupted before the run was stored: nothing to resume
             saved = run_id is not None and store.has_run(run_id)
@@ -415,13 +393,10 @@ def show(
 
     Example: `optimize show latest refund-damaged-blender`
     """
-    from evals import RunStore, StoreError, render_run
+    from evals import RunStore, render_run
 
-    try:
-        with RunStore() as store:
-            out.print(render_run(store, run_ref, task, seed))
-    except StoreError as error:
-        fail(str(error))
+    with RunStore() as store:
+        out.print(render_run(store, run_ref, task, seed))
 
 
 @app.command("run")
@@ -505,9 +480,7 @@ def run(
 
     from optimizer import (
         AcceptanceRule,
-        GitError,
         OptimizeConfig,
-        OptimizerError,
         OptimizerEvent,
         OptimizerPaused,
         event_line,
@@ -568,8 +541,6 @@ def run(
             result = asyncio.run(optimize(config, resume=resume, on_event=track))
         except OptimizerPaused as pause:
             fail(f"paused: {pause}", code=3)
-        except (OptimizerError, GitError, *run_errors()) as error:
-            fail(str(error))
         except KeyboardInterrupt:
             resume_with = f"; resume with: optimize run {harness} --resume {run_ids[0]}" if run_ids else ""
             fail(f"interrupted{resume_with}", code=130)
@@ -648,7 +619,6 @@ def gate(
 
     from optimizer import (
         GateConfig,
-        GateError,
         append_step_summary,
         gate_progress,
         render_gate,
@@ -687,8 +657,6 @@ def gate(
         if save_baseline:
             store_baseline(report, save_baseline)
         append_step_summary(report)
-    except GateError as error:
-        fail(str(error), code=error.exit_code)
     except OSError as error:
         fail(f"cannot write {error.filename}: {error.strerror}")
     except KeyboardInterrupt:
@@ -713,15 +681,12 @@ def diff(
 
     Example: `optimize diff main worktree --harness harnesses/support_agent`
     """
-    from evals import RunStore, StoreError
-    from optimizer import ReportError, render_comparison, resolve_side
+    from evals import RunStore
+    from optimizer import render_comparison, resolve_side
 
-    try:
-        with RunStore() as store:
-            left, right = resolve_side(a, harness, store), resolve_side(b, harness, store)
-            out.print(render_comparison(left, right, store, task=task, seed=seed))
-    except (ReportError, StoreError) as error:
-        fail(str(error))
+    with RunStore() as store:
+        left, right = resolve_side(a, harness, store), resolve_side(b, harness, store)
+        out.print(render_comparison(left, right, store, task=task, seed=seed))
 
 
 @app.command("report")
@@ -738,16 +703,13 @@ def report(
 
     Example: `optimize report latest --html report.html`
     """
-    from evals import RunStore, StoreError
-    from optimizer import ReportError, render_report, write_html_report
+    from evals import RunStore
+    from optimizer import render_report, write_html_report
 
-    try:
-        with RunStore() as store:
-            out.print(render_report(store, run_ref))
-            if html:
-                err.print(f"wrote {write_html_report(store, run_ref, html)}")
-    except (ReportError, StoreError) as error:
-        fail(str(error))
+    with RunStore() as store:
+        out.print(render_report(store, run_ref))
+        if html:
+            err.print(f"wrote {write_html_report(store, run_ref, html)}")
 
 
 @app.command("history")
@@ -760,15 +722,12 @@ def history_(
 
     Example: `optimize history harnesses/support_agent`
     """
-    from optimizer import GitError, history, render_history
+    from optimizer import history, render_history
 
-    try:
-        if as_json:
-            _print_json([entry.model_dump() for entry in history(harness, limit=limit)])
-        else:
-            out.print(render_history(harness, limit=limit))
-    except GitError as error:
-        fail(str(error))
+    if as_json:
+        _print_json([entry.model_dump() for entry in history(harness, limit=limit)])
+    else:
+        out.print(render_history(harness, limit=limit))
 
 
 @app.command("mcp")
@@ -800,7 +759,6 @@ def mcp_command(
 
     Example: `optimize mcp helpdesk --fixture small_shop` (stdio), or add `--http --port 8765`.
     """
-    from worlds import WorldError
     from worlds.serve import run_mcp
 
     world = _load_world(world_name)
@@ -817,7 +775,7 @@ def mcp_command(
             max_sessions=max_sessions,
             idle_seconds=idle_timeout,
         )
-    except (WorldError, ValueError) as error:
+    except ValueError as error:
         fail(str(error))
 
 

@@ -45,7 +45,7 @@ from harnesses.models import (
     get_model,
     resolve_model,
 )
-from worlds import World
+from worlds import AtollError, World
 
 from ._graders import grade_episode
 from ._store import EpisodeResult, RunRecord, RunStore, new_run_id, now_text
@@ -130,7 +130,7 @@ class BatchResult:
         return sorted((r for r in self.results if not r.passed), key=lambda r: (r.score, r.task_id, r.seed))
 
 
-class BatchError(Exception):
+class BatchError(AtollError):
     """A batch cannot start or go on: the harness, the suite and the options disagree."""
 
 

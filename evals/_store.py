@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from harnesses import Episode, Event
 from harnesses.models import ResponseCache
-from worlds import TIMESTAMP_FORMAT, CallRecord
+from worlds import TIMESTAMP_FORMAT, AtollError, CallRecord
 
 from .graders._verdict import Grade
 from .metrics import EpisodeOutcome, Metrics
@@ -50,7 +50,7 @@ _EVENTS = TypeAdapter(list[Event])
 _CALLS = TypeAdapter(list[CallRecord])
 
 
-class StoreError(Exception):
+class StoreError(AtollError):
     """The runs store cannot do what was asked (an unknown run, a newer store format)."""
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from worlds import World, WorldError, get_world
+from worlds import AtollError, World, WorldError, get_world
 
 from .graders._matchers import Matcher
 from .graders._python import GraderDefinitionError, GraderSpec, PythonGrader, load_graders
@@ -34,7 +34,7 @@ TASKS_DIR = "tasks"
 GRADERS_FILE = "graders.py"
 
 
-class SuiteError(Exception):
+class SuiteError(AtollError):
     """A suite cannot be loaded or used as asked; `problems` lists every one, each naming its place."""
 
     def __init__(self, problems: list[str] | str) -> None:

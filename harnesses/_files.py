@@ -15,10 +15,12 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from worlds import AtollError
+
 _KEY = re.compile(r"[a-z0-9_]+")  # what tempfile.mkdtemp puts after its prefix
 
 
-class HarnessError(Exception):
+class HarnessError(AtollError):
     """A harness cannot be loaded or written; the message names the file and field, one problem a line."""
 
 

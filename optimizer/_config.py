@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from worlds import RUN_FAILED, AtollError
+
 from .stats import AcceptanceRule, Decision
 
 Strategy = Literal["greedy", "pareto"]
@@ -129,9 +131,11 @@ class OptimizeResult(BaseModel):
         return [step for step in self.steps if step.verdict == "accept"]
 
 
-class OptimizerError(Exception):
+class OptimizerError(AtollError):
     """The run cannot start or go on as configured (dirty harness, no git, bad options)."""
 
 
-class OptimizerPaused(Exception):
+class OptimizerPaused(AtollError):
     """The model stopped answering; the run is stored and resumes with `--resume RUN`."""
+
+    exit_code = RUN_FAILED

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
+from worlds import AtollError
+
 from .stats import GateVerdict
 
 REPORT_FORMAT = "atoll-gate-report"
@@ -22,7 +24,7 @@ HASH_KEY = "sha256"
 SEVERITY = ("pass", "regression", "error")
 
 
-class GateError(Exception):
+class GateError(AtollError):
     """The gate could not judge: misconfigured (exit code 2) or its evaluation broke (exit code 3)."""
 
     def __init__(self, message: str, *, exit_code: int = 2) -> None:

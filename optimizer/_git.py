@@ -14,8 +14,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from worlds import AtollError
 
-class GitError(Exception):
+
+class GitError(AtollError):
     """A git command failed; the message carries git's own words."""
 
 

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from evals import EpisodeResult, RunRecord, RunStore, StoreError, passes
 from harnesses import HarnessError, load_harness
+from worlds import AtollError
 from worlds.render import render_diff
 
 from . import _git as git
@@ -36,7 +37,7 @@ FLIP_STYLES = {
 }
 
 
-class ReportError(Exception):
+class ReportError(AtollError):
     """A report cannot be made as asked: an unknown ref, run or hash, or sides that lack what it needs."""
 
 

@@ -1,4 +1,4 @@
-"""Bad input on the command line: one clear line, exit code 2, never a traceback."""
+"""Bad input on the command line: one clear line, exit code 2 (3 when the run itself broke), never a traceback."""
 
 from __future__ import annotations
 
@@ -72,3 +72,60 @@ def test_serve_refuses_a_public_bind_without_a_token_before_announcing_itself() 
     result = runner.invoke(app, ["serve", "--host", "0.0.0.0"])
     assert result.exit_code == 2
     assert "serving" not in result.stderr and "--token" in one_line(result)
+
+
+# -- one error hierarchy ----------------------------------------------------------------------------
+
+
+def public_errors() -> list[type[BaseException]]:
+    """Every exception class the packages export."""
+    import evals
+    import harnesses
+    import harnesses.models
+    import optimizer
+    import worlds
+
+    found = []
+    for package in (worlds, evals, harnesses, harnesses.models, optimizer):
+        for name in package.__all__:
+            value = getattr(package, name)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                found.append(value)
+    return found
+
+
+def test_every_exported_error_a_person_acts_on_is_an_atoll_error_with_an_exit_code() -> None:
+    from harnesses.models import ScriptExhausted
+    from worlds import AtollError, ToolError
+
+    for_the_agent_or_tests = {ToolError, ScriptExhausted}  # read by the agent, or a bug in a test's script
+    errors = [e for e in public_errors() if e not in for_the_agent_or_tests]
+    assert len(errors) >= 15
+    assert [e.__name__ for e in errors if not issubclass(e, AtollError)] == []
+    assert {e.__name__: e.exit_code for e in errors if e.exit_code not in (2, 3)} == {}
+
+
+@pytest.mark.parametrize(
+    "patch,args",
+    [
+        ("harnesses.try_episode", ["try", "harnesses/support_agent", "-m", "Where is ORD-1042?"]),
+        ("evals.evaluate", ["eval", "harnesses/support_agent", "--split", "val"]),
+    ],
+)
+def test_a_run_that_broke_exits_3_and_bad_configuration_exits_2_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, patch: str, args: list[str]
+) -> None:
+    import importlib
+
+    from harnesses.models import MissingCredentials, ModelUnavailable
+
+    module, name = patch.rsplit(".", 1)
+    for error, code in ((ModelUnavailable("the provider stayed down"), 3), (MissingCredentials("no key"), 2)):
+
+        def broken(*_args, error=error, **_kwargs):
+            raise error
+
+        monkeypatch.setattr(importlib.import_module(module), name, broken)
+        result = runner.invoke(app, args)
+        assert result.exit_code == code, result.output
+        assert one_line(result).strip() == f"error: {error}"

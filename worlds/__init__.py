@@ -6,7 +6,17 @@ a world.
 
 from ._clock import TIMESTAMP_FORMAT, Clock
 from ._diff import Diff, RowChange, RowUpdate, TableDiff
-from ._errors import InstanceClosed, ToolError, UnknownFixture, UnknownWorld, WorldDefinitionError, WorldError
+from ._errors import (
+    RUN_FAILED,
+    USAGE_ERROR,
+    AtollError,
+    InstanceClosed,
+    ToolError,
+    UnknownFixture,
+    UnknownWorld,
+    WorldDefinitionError,
+    WorldError,
+)
 from ._fixture import FixtureContext, FixtureData, FixtureSpec, cache_dir
 from ._instance import CallRecord, Instance, ToolFailure, ToolResult
 from ._schema import Column, TableInfo
@@ -14,7 +24,10 @@ from ._tool import Tool, ToolContext
 from ._world import Include, World, get_world, list_worlds
 
 __all__ = [
+    "RUN_FAILED",
     "TIMESTAMP_FORMAT",
+    "USAGE_ERROR",
+    "AtollError",
     "CallRecord",
     "Clock",
     "Column",

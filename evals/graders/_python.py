@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from worlds import AtollError
+
 from ._verdict import Check
 
 if TYPE_CHECKING:
@@ -31,11 +33,11 @@ _FORMS: dict[GraderForm, tuple[str, ...]] = {
 }
 
 
-class GraderDefinitionError(Exception):
+class GraderDefinitionError(AtollError):
     """A `@grader` function cannot be called the way graders are: fix its signature."""
 
 
-class GraderError(Exception):
+class GraderError(AtollError):
     """A Python grader raised or returned something other than checks: a bug in graders.py, not the agent's."""
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from worlds import CallRecord, Clock, Diff, World
+from worlds import AtollError, CallRecord, Clock, Diff, World
 
 from ._matchers import show, values_equal
 from ._state import Accounted, PrimaryKeys, listing, row_label
@@ -70,7 +70,7 @@ class ReferenceCall(BaseModel):
         return data
 
 
-class ReferenceFailed(Exception):
+class ReferenceFailed(AtollError):
     """A reference call failed on the task's fixture: the task is wrong, not the agent."""
 
 

@@ -6,6 +6,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from worlds import RUN_FAILED, USAGE_ERROR, AtollError
+
 LOCAL_DEFAULT_MODEL = "local/gemma-3-270m"
 
 
@@ -81,8 +83,10 @@ class Model(Protocol):
     ) -> ModelResponse: ...
 
 
-class ModelError(Exception):
+class ModelError(AtollError):
     """A model call failed; the subclass says whether waiting or fixing the request helps."""
+
+    exit_code = RUN_FAILED
 
 
 class ModelUnavailable(ModelError):
@@ -92,6 +96,8 @@ class ModelUnavailable(ModelError):
 class ModelRequestError(ModelError):
     """The provider refused the request itself (bad request, auth, unknown model): retrying won't help."""
 
+    exit_code = USAGE_ERROR
+
 
 class NetworkModelsDisabled(ModelRequestError):
     """A network model was called while ATOLL_NO_NETWORK_MODELS=1 (the test suite's guard)."""
@@ -99,3 +105,5 @@ class NetworkModelsDisabled(ModelRequestError):
 
 class MissingCredentials(ModelError):
     """The chosen model needs an API key (or other setting) that the environment lacks."""
+
+    exit_code = USAGE_ERROR
