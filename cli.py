@@ -443,7 +443,11 @@ def run(
     ] = 16,
     operators: Annotated[
         list[str] | None,
-        typer.Option("--operator", help="LLM-free operator to use (repeatable); default all."),
+        typer.Option(
+            "--operator",
+            help="Operator to use by name (repeatable): Atoll's own, or an installed plug-in's "
+            "(entry point group atoll.operators); default all.",
+        ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 4,
     branch: Annotated[

@@ -4,7 +4,7 @@ The public API is exactly what `__all__` lists. The model layer lives in `harnes
 """
 
 from ._checks import TEMPLATE_VARIABLES
-from ._episode import EPISODE_VERSION, PATTERNS, Episode, EpisodeUsage, Event, EventKind, StopReason
+from ._episode import EPISODE_VERSION, PATTERNS, Episode, Event, EventKind, StopReason
 from ._files import HarnessError, content_hash
 from ._format import (
     AgentConfig,
@@ -31,7 +31,6 @@ __all__ = [
     "Demo",
     "DemoStep",
     "Episode",
-    "EpisodeUsage",
     "Event",
     "EventKind",
     "Guards",

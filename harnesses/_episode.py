@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from worlds import CallRecord, Diff
 
 from ._format import SKILL_TOOL
+from .models import ModelUsage
 
 EPISODE_VERSION = 1
 
@@ -109,20 +110,6 @@ class CallMemory:
         self._failed[self._key(agent, tool, arguments)] = error
 
 
-class EpisodeUsage(BaseModel):
-    """What the episode's model calls cost."""
-
-    model_calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
 class Episode(BaseModel):
     """A finished run: transcript, world calls and diff, and why it stopped."""
 
@@ -140,7 +127,7 @@ class Episode(BaseModel):
     diff: Diff = Field(default_factory=Diff)
     stop_reason: StopReason
     error: str | None = None  # set when the episode is errored (model outage, world bug)
-    usage: EpisodeUsage = Field(default_factory=EpisodeUsage)
+    usage: ModelUsage = Field(default_factory=ModelUsage)
     duration_s: float = 0.0
 
     @property

@@ -30,7 +30,7 @@ from typing import Any
 
 from worlds import TIMESTAMP_FORMAT, Instance, ToolFailure, ToolResult
 
-from ._episode import NOT_REMEMBERED, CallMemory, Episode, EpisodeUsage, Event, StopReason
+from ._episode import NOT_REMEMBERED, CallMemory, Episode, Event, StopReason
 from ._format import Guards, Limits
 from ._harness import Harness
 from ._protocols import (
@@ -50,7 +50,7 @@ from ._protocols import (
 from ._retrieval import retrieved_demos
 from ._tools import ToolSpec, tool_specs
 from ._user import ScriptedUser, UserSide
-from .models import Model, ModelError, ModelParams, ModelResponse, ScriptExhausted, get_model
+from .models import Model, ModelError, ModelParams, ModelResponse, ModelUsage, ScriptExhausted, get_model
 
 
 def _model_failure(error: Exception) -> str:
@@ -138,7 +138,7 @@ class _Run:
         self.limits = limits
         self.models = dict(models or {})
         self.events: list[Event] = []
-        self.usage = EpisodeUsage()
+        self.usage = ModelUsage()
         self.tool_calls = 0
         self.world_bug: str | None = None
         self.agents: dict[str, _Agent] = {}
@@ -344,12 +344,7 @@ class _Run:
                 "error", agent.name, content=message, error={"type": "model_error", "message": message}
             )
             raise _Stop("model_error", f"{agent.model.name}: {message}") from None
-        usage = self.usage
-        usage.model_calls += 1
-        usage.cached_calls += int(response.cached)
-        usage.prompt_tokens += response.usage.prompt_tokens
-        usage.completion_tokens += response.usage.completion_tokens
-        usage.cost_usd += response.cost_usd
+        self.usage.add(response)
         return response
 
     # -- one tool call --------------------------------------------------------------------------

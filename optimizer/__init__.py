@@ -49,11 +49,14 @@ from ._operators import (
     TuneSampling,
     default_operators,
 )
+from ._operators._common import Operator
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unified_patch
+from ._registry import ENTRY_POINT_GROUP, make_operators, operator_names, register_operator
 from ._render import event_line, render_result, render_status
 from ._reports import DiffSide, ReportError, render_comparison, render_flips, render_world_diffs, resolve_side
 from ._runreport import render_report, write_html_report
 from ._screen import ScreenRecord, ScreenRound
+from ._strategy import STRATEGIES, Greedy, ParentStrategy, Pareto
 from .stats import (
     AcceptanceRule,
     Comparison,
@@ -69,6 +72,8 @@ from .stats import (
 )
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
+    "STRATEGIES",
     "AcceptanceRule",
     "AddDemo",
     "AddRule",
@@ -91,11 +96,13 @@ __all__ = [
     "GateSide",
     "GateVerdict",
     "GitError",
+    "Greedy",
     "GrowPool",
     "HideTool",
     "HideUnusedTools",
     "HistoryEntry",
     "MergeAgents",
+    "Operator",
     "OptimizeConfig",
     "OptimizeResult",
     "OptimizerError",
@@ -103,6 +110,8 @@ __all__ = [
     "OptimizerPaused",
     "OptimizerStatus",
     "PairedScores",
+    "ParentStrategy",
+    "Pareto",
     "Proposal",
     "ProposalContext",
     "Proposer",
@@ -128,8 +137,11 @@ __all__ = [
     "gate_progress",
     "history",
     "load_baseline",
+    "make_operators",
     "markdown_summary",
+    "operator_names",
     "optimize",
+    "register_operator",
     "render_comparison",
     "render_flips",
     "render_gate",

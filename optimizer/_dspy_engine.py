@@ -16,30 +16,8 @@ import dspy
 from dspy.clients.engines.base import validate_request
 from dspy.lm15 import FINISH_REASONS, Config, Message, Request, Response, TextPart, response_to_events
 from dspy.lm15 import Usage as DspyUsage
-from pydantic import BaseModel
 
-from harnesses.models import Model, ModelParams, ModelResponse
-
-
-class ModelUsage(BaseModel):
-    """Calls, tokens and cost summed over every response a proposer received (replays included)."""
-
-    calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def add(self, response: ModelResponse) -> None:
-        self.calls += 1
-        self.cached_calls += response.cached
-        self.prompt_tokens += response.usage.prompt_tokens
-        self.completion_tokens += response.usage.completion_tokens
-        self.cost_usd += response.cost_usd
+from harnesses.models import Model, ModelParams, ModelUsage
 
 
 class AsyncModelEngine:

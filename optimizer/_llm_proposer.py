@@ -14,9 +14,9 @@ import dspy
 import yaml
 from pydantic import BaseModel, Field
 
-from harnesses.models import Model, ModelError
+from harnesses.models import Model, ModelError, ModelUsage
 
-from ._dspy_engine import ModelUsage, dspy_lm
+from ._dspy_engine import dspy_lm
 from ._proposal import FailureReport, Proposal, ProposalContext
 
 EDITABLE = ("harness.yaml", "tools.yaml", "prompts/*.md.j2", "skills/*.md", "demos/*.yaml")

@@ -41,10 +41,11 @@ from ._config import (
     OptimizerStatus,
     StepRecord,
 )
-from ._operators import default_operators
-from ._proposal import FailureReport, Proposal, ProposalContext, held_out_leak, unified_patch
+from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, held_out_leak, unified_patch
 from ._records import Records
+from ._registry import make_operators
 from ._screen import ScreenRecord, race, race_order
+from ._strategy import STRATEGIES, ParentStrategy
 from .stats import Decision, PairedScores, decide
 
 OnEvent = Callable[[OptimizerEvent], None]
@@ -123,9 +124,10 @@ class Optimization:
         store: RunStore,
         on_event: OnEvent | None,
         run_id: str,
-        proposers: list[Any] | None = None,
+        proposers: list[Proposer] | None = None,
         model: Model | None = None,
         start_hash: str | None = None,
+        strategy: ParentStrategy | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -158,6 +160,7 @@ class Optimization:
             model = get_model(model_name, cache=ResponseCache.default())
         self.model: Model = model
         self.proposers = proposers if proposers is not None else self._proposers()
+        self.strategy = strategy or STRATEGIES[config.strategy]
         self.status = OptimizerStatus(run_id=run_id, max_proposals=config.max_proposals)
         self.started = time.monotonic()
         self.evaluations: dict[str, BatchResult] = {}
@@ -167,16 +170,8 @@ class Optimization:
             train = sorted(random.Random(f"{config.seed}:train").sample(train, config.train_sample))
         self.train_tasks = train
 
-    def _proposers(self) -> list[Any]:
-        operators = default_operators()
-        if self.config.operators is not None:
-            known = {op.name: op for op in operators}
-            unknown = [name for name in self.config.operators if name not in known]
-            if unknown:
-                raise OptimizerError(
-                    f"unknown operator(s) {', '.join(unknown)}; operators: {', '.join(known)}"
-                )
-            operators = [known[name] for name in self.config.operators]
+    def _proposers(self) -> list[Proposer]:
+        operators = make_operators(self.config.operators)
         if self.config.proposer_model:
             from ._llm_proposer import LLMProposer
 
@@ -315,7 +310,7 @@ class Optimization:
                 stop_reason = f"{rejections_in_a_row} proposals in a row rejected (patience)"
                 break
             rng = random.Random(f"{config.seed}:{iteration}")
-            parent = self._parent(incumbent, incumbent_gate, pool, rng)
+            parent = self.strategy.choose((incumbent, incumbent_gate), pool, rng)
             began, trained = time.monotonic(), self.train_seconds
             verdict, candidate, candidate_gate = await self._iteration(
                 iteration, rng, parent, incumbent, incumbent_gate
@@ -352,28 +347,6 @@ class Optimization:
             return 0.0
         mean = sum(r.episode.duration_s for r in sample.results) / len(sample.results)
         return episodes * mean / min(in_flight(self.model, self.config.concurrency), episodes)
-
-    def _parent(
-        self,
-        incumbent: Harness,
-        incumbent_gate: BatchResult,
-        pool: list[tuple[Harness, BatchResult]],
-        rng: random.Random,
-    ) -> Harness:
-        """Greedy: the incumbent. Pareto (GEPA-style): a candidate leading on at least one val task,
-        drawn with weight by how many tasks it leads."""
-        if self.config.strategy == "greedy" or not pool:
-            return incumbent
-        entries = [(incumbent, incumbent_gate), *pool]
-        means = [
-            {task: _mean({task: scores}) or 0.0 for task, scores in gate.scores().items()}
-            for _, gate in entries
-        ]
-        best = {task: max(m.get(task, 0.0) for m in means) for task in means[0]}
-        leads = [sum(1 for task, top in best.items() if m.get(task, 0.0) >= top) for m in means]
-        if not any(leads):
-            return incumbent
-        return rng.choices([harness for harness, _ in entries], weights=leads)[0]
 
     async def _iteration(
         self,
@@ -461,10 +434,9 @@ class Optimization:
         self.status.accepted += 1
         return "accept", candidate, candidate_gate
 
-    async def _propose(self, proposer: Any, context: ProposalContext) -> Proposal | None:
+    async def _propose(self, proposer: Proposer, context: ProposalContext) -> Proposal | None:
         """One proposer's candidate; its model spend counts toward the budgets, its outage pauses."""
-        usage = getattr(proposer, "usage", None)
-        before = usage.model_copy() if usage is not None else None
+        before = proposer.usage.model_copy()
         try:
             return await proposer.propose(context)
         except ModelError as error:
@@ -473,10 +445,10 @@ class Optimization:
                 f"`optimize run {self.harness_path} --resume {self.id}`"
             ) from None
         finally:
-            if usage is not None and before is not None:
-                self.status.model_calls += usage.calls - before.calls
-                self.status.tokens += usage.tokens - before.tokens
-                self.status.cost_usd += usage.cost_usd - before.cost_usd
+            spent = proposer.usage - before
+            self.status.model_calls += spent.model_calls
+            self.status.tokens += spent.total_tokens
+            self.status.cost_usd += spent.cost_usd
 
     def _invalid(self, iteration: int, error: str, **step: Any) -> tuple[str, None, None]:
         """A candidate that does not load or render: recorded with its error and skipped, so a
@@ -647,8 +619,9 @@ async def optimize(
     on_event: OnEvent | None = None,
     resume: str | None = None,
     store: RunStore | None = None,
-    proposers: list[Any] | None = None,
+    proposers: list[Proposer] | None = None,
     model: Model | None = None,
+    strategy: ParentStrategy | None = None,
 ) -> OptimizeResult:
     """Improve `config.harness` against its suite; commit every variant that passes the acceptance rule.
 
@@ -658,6 +631,7 @@ async def optimize(
         resume: the id of an interrupted run to continue (its stored config is used).
         store: the runs store; default `$ATOLL_RUNS_DB`, else runs/atoll.sqlite.
         proposers: your own Proposer objects instead of the ones `config` names.
+        strategy: your own ParentStrategy instead of the one `config.strategy` names.
         model: a Model object for the agent (a ScriptedModel in tests) instead of `config.model`.
     """
     store = store or RunStore()
@@ -677,7 +651,7 @@ async def optimize(
         run_id = new_optimization_id()
         _check_clean(config)
     start_hash = row["start_hash"] if resume is not None else None
-    optimization = Optimization(config, store, on_event, run_id, proposers, model, start_hash)
+    optimization = Optimization(config, store, on_event, run_id, proposers, model, start_hash, strategy)
     if resume is None:
         records.create(
             run_id,

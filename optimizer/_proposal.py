@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, field_validator
 
+from harnesses.models import ModelUsage
+
 
 class FailureReport(BaseModel):
     """One failing train episode as a proposer reads it: text only, already rendered."""
@@ -100,9 +102,14 @@ class ProposalContext(BaseModel):
 
 
 class Proposer(Protocol):
-    """Makes one candidate from the incumbent, or None when it has nothing to try."""
+    """Makes one candidate from the incumbent, or None when it has nothing to try. `usage` is the model
+    spend of its calls so far (zero for an operator that calls no model): the loop counts what each
+    proposal spent toward the run's budgets."""
 
     name: str
+
+    @property
+    def usage(self) -> ModelUsage: ...
 
     async def propose(self, context: ProposalContext) -> Proposal | None: ...
 

@@ -53,6 +53,38 @@ class ModelResponse(BaseModel):
     sample: int = 0
 
 
+class ModelUsage(BaseModel):
+    """What model calls cost, summed: the one record of spend, from an episode to a proposer to a run.
+    (`Usage` is one answer's token count, as providers report it; this adds answers up.)"""
+
+    model_calls: int = 0
+    cached_calls: int = 0  # replayed from the response cache: counted, but they cost no time or money
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, response: ModelResponse) -> None:
+        """Count one answer."""
+        self.model_calls += 1
+        self.cached_calls += int(response.cached)
+        self.prompt_tokens += response.usage.prompt_tokens
+        self.completion_tokens += response.usage.completion_tokens
+        self.cost_usd += response.cost_usd
+
+    def __add__(self, other: ModelUsage) -> ModelUsage:
+        return ModelUsage(**{field: getattr(self, field) + getattr(other, field) for field in _USAGE_FIELDS})
+
+    def __sub__(self, other: ModelUsage) -> ModelUsage:
+        return ModelUsage(**{field: getattr(self, field) - getattr(other, field) for field in _USAGE_FIELDS})
+
+
+_USAGE_FIELDS = tuple(ModelUsage.model_fields)
+
+
 class ModelRequest(BaseModel):
     """Everything that decides an answer: what the cache keys on and what a scripted model is shown."""
 

@@ -14,6 +14,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from harnesses.models import ModelUsage
+
 from .._proposal import Proposal, ProposalContext
 
 HARNESS_FILE = "harness.yaml"
@@ -21,6 +23,16 @@ TOOLS_FILE = "tools.yaml"
 AUTO_DEMO_PREFIX = "auto_"
 _MAX_LIST_ITEMS = 3  # a demo shows the shape of a result, not all of it
 _MAX_TEXT = 300  # nor every word of a long text field
+
+
+class Operator:
+    """Base of the LLM-free operators: each sets `name` and `propose`; none calls a model, so none spends."""
+
+    name: str
+
+    @property
+    def usage(self) -> ModelUsage:
+        return ModelUsage()
 
 
 def _yaml() -> YAML:

@@ -12,6 +12,7 @@ from typing import Any
 from .._proposal import Proposal, ProposalContext
 from ._common import (
     Edit,
+    Operator,
     demo_calls,
     demo_name,
     episode_demo,
@@ -25,7 +26,7 @@ from ._common import (
 Kind = tuple[str, frozenset[str]]
 
 
-class AddDemo:
+class AddDemo(Operator):
     """Add a worked example: from a passing train episode, else from a train task's reference solution.
 
     The new demo goes to a position drawn at random, because where a demo stands changes how
@@ -63,7 +64,7 @@ class AddDemo:
         return None
 
 
-class DropDemo:
+class DropDemo(Operator):
     """Remove one demo, fixed or from a retrieval pool, of an agent that has several: a misleading
     example can cost more than it teaches."""
 
@@ -95,7 +96,7 @@ class DropDemo:
         return edit.proposal(self.name, f"Drop demo {demo!r} from {where} of agent {agent!r}.{lowered}")
 
 
-class ReorderDemos:
+class ReorderDemos(Operator):
     """Move one demo to the end: a base model imitates the last example it saw the most."""
 
     name = "reorder_demos"
@@ -146,7 +147,7 @@ def pool_additions(context: ProposalContext, agent: str, pool: list[str]) -> lis
     return additions
 
 
-class EnableRetrieval:
+class EnableRetrieval(Operator):
     """Turn demo retrieval on for an agent: its demos become a pool, grown with one demo per kind of
     train task, and each episode shows the 1-2 most like its opening request, the most similar last."""
 
@@ -181,7 +182,7 @@ class EnableRetrieval:
         return edit.proposal(self.name, rationale)
 
 
-class TuneRetrieval:
+class TuneRetrieval(Operator):
     """Show one retrieved demo more or fewer: fewer keeps the prompt short and the closest example
     last; more covers a request the closest one misses."""
 
@@ -205,7 +206,7 @@ class TuneRetrieval:
         )
 
 
-class GrowPool:
+class GrowPool(Operator):
     """Add to a retrieving agent's pool a demo for each kind of train task (first tag, tools its
     reference uses) the pool has no example of, so retrieval has a close example to show."""
 

@@ -17,6 +17,7 @@ from harnesses._format import DELEGATE_PREFIX
 from .._proposal import Proposal, ProposalContext
 from ._common import (
     Edit,
+    Operator,
     demo_name,
     failing_ids,
     reference_demo,
@@ -76,7 +77,7 @@ def _specialists(context: ProposalContext, router: str) -> list[Specialist]:
     return found
 
 
-class SplitAgent:
+class SplitAgent(Operator):
     """Give the entry agent specialists for the most common kinds of train request, each with a short
     generated prompt, only the tools its kind's references use and one worked example; the entry agent
     becomes their router, shown one hand-off per specialist, and keeps everything else."""
@@ -125,7 +126,7 @@ class SplitAgent:
         )
 
 
-class MergeAgents:
+class MergeAgents(Operator):
     """Fold a specialist back into the agent that delegates to it: it gets the specialist's tools and
     demos, and loses its hand-off demos. A split that does not pay costs a hand-off on every request."""
 

@@ -16,7 +16,7 @@ from ruamel.yaml.comments import CommentedMap
 from harnesses import PATTERNS
 
 from .._proposal import Proposal, ProposalContext
-from ._common import Edit, agent_tools, pattern_counts
+from ._common import Edit, Operator, agent_tools, pattern_counts
 
 # One general rule per failure pattern: what a small model should have done instead.
 RULES = {
@@ -80,7 +80,7 @@ def _set_guard(edit: Edit, agent: str, guard: str, on: bool) -> None:
             del settings["guards"]
 
 
-class EnableGuard:
+class EnableGuard(Operator):
     """Turn a runtime guard on for every agent that lacks it, when failing train episodes show the
     failure it prevents: repeat_notice for repeated calls; reply_nudge for no reply, malformed answers
     or the turn limit; look_first for replies made before any lookup; preconditions, with `requires` learned from train references, for writes made
@@ -130,7 +130,7 @@ class EnableGuard:
         )
 
 
-class DisableGuard:
+class DisableGuard(Operator):
     """Turn one guard off again: a guard that interrupts a capable agent can cost more than it saves."""
 
     name = "disable_guard"
@@ -155,7 +155,7 @@ class DisableGuard:
         )
 
 
-class AddRule:
+class AddRule(Operator):
     """Add the general rule for the most frequent failure pattern of failing train episodes to every
     agent that lacks it."""
 
@@ -179,7 +179,7 @@ class AddRule:
         return None
 
 
-class DropRule:
+class DropRule(Operator):
     """Remove one rule, preferring a library rule whose failure no failing train episode shows any more:
     every line of prompt is one more thing a small model must weigh."""
 
@@ -199,7 +199,7 @@ class DropRule:
         return edit.proposal(self.name, f"Drop rule {rule!r} from agent {agent!r}{why}.")
 
 
-class TuneSampling:
+class TuneSampling(Operator):
     """Change the temperature, the reply length or the turn limit: the cheapest knobs there are."""
 
     name = "tune_sampling"

@@ -12,6 +12,7 @@ from collections import defaultdict
 from .._proposal import Proposal, ProposalContext
 from ._common import (
     Edit,
+    Operator,
     agent_tools,
     demo_calls,
     demo_name,
@@ -27,7 +28,7 @@ def _required(context: ProposalContext, agent: str) -> set[str]:
     return {name for override in context.harness.tools.get(agent, {}).values() for name in override.requires}
 
 
-class ExposeTool:
+class ExposeTool(Operator):
     """Offer an agent a world tool that failing train tasks' reference solutions need but no agent sees."""
 
     name = "expose_tool"
@@ -51,7 +52,7 @@ class ExposeTool:
         )
 
 
-class HideTool:
+class HideTool(Operator):
     """Hide a tool no passing episode and no train reference uses: fewer choices, fewer wrong calls."""
 
     name = "hide_tool"
@@ -77,7 +78,7 @@ class HideTool:
         )
 
 
-class ExposeToolWithDemo:
+class ExposeToolWithDemo(Operator):
     """Expose the tools a failing train task's reference needs and, in the same proposal, show the agent
     that reference solution: a tool the model has never seen used moves it too little to tie-break alone."""
 
@@ -118,7 +119,7 @@ class ExposeToolWithDemo:
         return edit.proposal(self.name, rationale)
 
 
-class HideUnusedTools:
+class HideUnusedTools(Operator):
     """Hide every tool of an agent that no passing train episode had it call, freeing prompt for the
     tools it does use; tools its demos call, that another tool requires, or that stop it are kept."""
 

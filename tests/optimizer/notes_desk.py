@@ -11,7 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from optimizer import Proposal, ProposalContext
+from optimizer import Operator, Proposal, ProposalContext
 
 PROMPT = "prompts/desk.md.j2"
 MAGIC = "ALWAYS ADD A NOTE when asked."
@@ -35,7 +35,7 @@ def agent(request) -> str | dict:
     return "Sorry, I can't do that."
 
 
-class Helpful:
+class Helpful(Operator):
     """Writes the line that makes the agent work."""
 
     name = "helpful"
@@ -52,7 +52,7 @@ class Helpful:
         )
 
 
-class DoesNothing:
+class DoesNothing(Operator):
     """Adds a template comment the model never sees."""
 
     name = "does_nothing"

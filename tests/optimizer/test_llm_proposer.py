@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harnesses.models import ModelRequest, ModelUnavailable, ScriptedModel
-from optimizer._dspy_engine import ModelUsage, dspy_lm
+from harnesses.models import ModelRequest, ModelUnavailable, ModelUsage, ScriptedModel
+from optimizer._dspy_engine import dspy_lm
 from optimizer._llm_proposer import LLMProposer, editable
 from optimizer._proposal import FailureReport, ProposalContext
 
@@ -87,8 +87,8 @@ async def test_every_call_goes_through_the_model_at_the_iterations_sample_and_is
     await proposer.propose(context(iteration=4))
 
     assert [r.sample for r in model.requests] == [3, 4]
-    assert proposer.usage.calls == 2
-    assert proposer.usage.tokens > 0
+    assert proposer.usage.model_calls == 2
+    assert proposer.usage.total_tokens > 0
     shown = user_text(model.requests[0])
     assert "prompts/main.md.j2" in shown and "README.md" not in shown
     assert "refund_order" in shown
@@ -214,4 +214,4 @@ def test_a_dspy_program_called_synchronously_also_goes_through_the_model() -> No
 
     assert out.answer == "42"
     assert [r.sample for r in model.requests] == [9]
-    assert usage.calls == 1
+    assert usage.model_calls == 1

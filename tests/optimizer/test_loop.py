@@ -18,7 +18,7 @@ from rich.console import Console
 
 from evals import RunStore, process_owner
 from harnesses.models import ModelUnavailable, ScriptedModel
-from optimizer import OptimizeConfig, OptimizerError, OptimizerPaused, optimize, render_result
+from optimizer import Operator, OptimizeConfig, OptimizerError, OptimizerPaused, optimize, render_result
 from optimizer._records import Records
 
 
@@ -162,7 +162,7 @@ def test_the_pareto_strategy_commits_only_what_passes_the_rule_too(workspace: Pa
     assert len(atoll_commits(workspace)) == len(result.accepted) == 1
 
 
-class EditsAFile:
+class EditsAFile(Operator):
     """A proposer that makes one fixed edit to one harness file."""
 
     def __init__(self, name: str, file: str, edit) -> None:

@@ -21,7 +21,15 @@ from test_operators import HELD_OUT, context_for, desk_agent, desk_files, propos
 from evals import RunStore, Suite, load_suite
 from harnesses import Demo, Harness
 from harnesses.models import ScriptedModel
-from optimizer import AddRule, OptimizeConfig, Proposal, ProposalContext, default_operators, optimize
+from optimizer import (
+    AddRule,
+    Operator,
+    OptimizeConfig,
+    Proposal,
+    ProposalContext,
+    default_operators,
+    optimize,
+)
 from optimizer._proposal import _plain, held_out_leak
 
 
@@ -72,7 +80,7 @@ def test_a_leak_is_found_whatever_the_folding_and_case_and_only_in_new_or_change
     assert held_out_leak({"x": leak}, {"x": leak}, HELD_OUT) is None  # the author's own, not the search's
 
 
-class LeaksVal:
+class LeaksVal(Operator):
     """Writes a val task's message into a new demo, as a proposer that read val would."""
 
     name = "leaks_val"
