@@ -92,7 +92,8 @@ class OptimizerEvent(BaseModel):
 
 
 class StepRecord(BaseModel):
-    """One proposal's fate, as the summary and the report list it."""
+    """One proposal's fate: the one record the run's result, its report and its summary all list.
+    A decided proposal carries its gate figures (p_value set); a screened-out one, its screen means."""
 
     iteration: int
     operator: str
@@ -102,8 +103,18 @@ class StepRecord(BaseModel):
     candidate_score: float | None = None
     p_value: float | None = None
     lower_bound: float | None = None
+    wins: int | None = None  # val tasks the candidate did better / worse / the same on (decided ones)
+    losses: int | None = None
+    ties: int | None = None
     commit: str | None = None
     reasons: list[str] = Field(default_factory=list)
+
+    @property
+    def record(self) -> str:
+        """`3 better / 1 worse / 2 tied`, or "" for a proposal that never reached the gate."""
+        if self.wins is None:
+            return ""
+        return f"{self.wins} better / {self.losses} worse / {self.ties} tied"
 
 
 class OptimizeResult(BaseModel):

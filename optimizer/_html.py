@@ -54,7 +54,7 @@ REPORT_TEMPLATE = """<!doctype html>
   <tr>
     <td class="num">{{ row.iteration + 1 }}</td><td>{{ row.operator }}</td>
     <td class="{{ row.verdict if row.verdict in styles else 'other' }}">{{ row.verdict }}</td>
-    <td class="num">{% if row.candidate_score is not none %}{{ "%.3f" | format(row.incumbent_score) }} → {{ "%.3f" | format(row.candidate_score) }}{% endif %}</td>
+    <td class="num">{% if row.p_value is not none %}{{ "%.3f" | format(row.incumbent_score) }} → {{ "%.3f" | format(row.candidate_score) }}{% endif %}</td>
     <td class="num">{% if row.lower_bound is not none %}{{ "%+.3f" | format(row.lower_bound) }}{% endif %}</td>
     <td class="num">{% if row.p_value is not none %}{{ "%.3g" | format(row.p_value) }}{% endif %}</td>
     <td>{{ row.record }}</td><td><code>{{ (row.commit or "")[:10] }}</code></td>

@@ -39,7 +39,6 @@ from ._config import (
     OptimizerEvent,
     OptimizerPaused,
     OptimizerStatus,
-    StepRecord,
 )
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, held_out_leak, unified_patch
 from ._records import Records
@@ -82,17 +81,6 @@ def _failure_report(result: Any, suite: Suite) -> FailureReport:
         feedback=[check.line() for check in result.grade.failed_checks] or [episode.error or "no feedback"],
         patterns=episode.patterns,
     )
-
-
-def _skip_reasons(row: dict[str, Any]) -> list[str]:
-    """Why a proposal never reached the gate (its load or render error, or why the screen dropped
-    it), as the summary shows it."""
-    if row["verdict"] == "invalid" and row["decision"]:
-        return [json.loads(row["decision"])["error"]]
-    if row["verdict"] == "screened_out" and row["screen"]:
-        reason = json.loads(row["screen"]).get("reason")  # records from before the race have none
-        return [f"screen: {reason}"] if reason else []
-    return []
 
 
 def commit_message(
@@ -565,33 +553,7 @@ class Optimization:
         test_start: BatchResult | None,
         test_final: BatchResult | None,
     ) -> OptimizeResult:
-        steps = []
-        for row in self.records.steps(self.id):
-            decision = (
-                Decision.model_validate_json(row["decision"])
-                if row["decision"] and row["verdict"] in ("accept", "reject", "void")
-                else None
-            )
-            # A screened-out proposal shows its minibatch means; a decided one, its gate means.
-            screen = json.loads(row["screen"]) if row["screen"] else {}
-            steps.append(
-                StepRecord(
-                    iteration=row["iteration"],
-                    operator=row["operator"],
-                    rationale=row["rationale"],
-                    verdict=row["verdict"] or "unfinished",
-                    incumbent_score=decision.comparison.incumbent_mean
-                    if decision
-                    else screen.get("incumbent_mean"),
-                    candidate_score=decision.comparison.candidate_mean
-                    if decision
-                    else screen.get("candidate_mean"),
-                    p_value=decision.comparison.p_better if decision else None,
-                    lower_bound=decision.comparison.lower_bound if decision else None,
-                    commit=row["commit_sha"],
-                    reasons=decision.reasons if decision else _skip_reasons(row),
-                )
-            )
+        steps = self.records.step_records(self.id)
         s = self.status
         return OptimizeResult(
             run_id=self.id,

@@ -12,7 +12,8 @@ from typing import Any
 
 from evals import RunStore, live_status, now_text, process_owner
 
-from ._config import OptimizeConfig
+from ._config import OptimizeConfig, StepRecord
+from .stats import Decision
 
 RUNS_TABLE = "optimizations"
 STEPS_TABLE = "proposals"
@@ -157,6 +158,44 @@ class Records:
         return list(
             self.store.db[STEPS_TABLE].rows_where("optimization_id = ?", [run_id], order_by="iteration")
         )
+
+    def step_records(self, run_id: str) -> list[StepRecord]:
+        """The run's proposals as records, in order."""
+        return [step_record(row) for row in self.steps(run_id)]
+
+
+def step_record(row: dict[str, Any]) -> StepRecord:
+    """A proposal row as its record: a decided one with its gate figures, a screened-out one with its
+    minibatch means, and the reason any proposal that never reached the gate was skipped."""
+    decided = row["decision"] and row["verdict"] in ("accept", "reject", "void")
+    decision = Decision.model_validate_json(row["decision"]) if decided else None
+    c = decision.comparison if decision else None
+    screen = json.loads(row["screen"]) if row["screen"] else {}
+    return StepRecord(
+        iteration=row["iteration"],
+        operator=row["operator"] or "",
+        rationale=row["rationale"] or "",
+        verdict=row["verdict"] or "unfinished",
+        incumbent_score=c.incumbent_mean if c else screen.get("incumbent_mean"),
+        candidate_score=c.candidate_mean if c else screen.get("candidate_mean"),
+        p_value=c.p_better if c else None,
+        lower_bound=c.lower_bound if c else None,
+        wins=c.wins if c else None,
+        losses=c.losses if c else None,
+        ties=c.ties if c else None,
+        commit=row["commit_sha"],
+        reasons=decision.reasons if decision else _skip_reasons(row),
+    )
+
+
+def _skip_reasons(row: dict[str, Any]) -> list[str]:
+    """Why a proposal never reached the gate (its load or render error, or why the screen dropped it)."""
+    if row["verdict"] == "invalid" and row["decision"]:
+        return [json.loads(row["decision"])["error"]]
+    if row["verdict"] == "screened_out" and row["screen"]:
+        reason = json.loads(row["screen"]).get("reason")  # records from before the race have none
+        return [f"screen: {reason}"] if reason else []
+    return []
 
 
 def _with_live_status(row: dict[str, Any]) -> dict[str, Any]:

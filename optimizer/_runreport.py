@@ -22,12 +22,11 @@ from rich.text import Text
 
 from evals import RunStore, StoreError
 
-from ._config import OptimizeResult
+from ._config import OptimizeResult, StepRecord
 from ._diffview import render_harness_diff
 from ._html import REPORT_TEMPLATE
 from ._records import Records
 from ._reports import ReportError, Responsive
-from .stats import Decision
 
 SPARKS = "▁▂▃▄▅▆▇█"
 VERDICT_STYLES = {"accept": "green", "reject": "red", "void": "magenta"}
@@ -36,20 +35,6 @@ VERDICT_STYLES = {"accept": "green", "reject": "red", "void": "magenta"}
 class TrajectoryPoint(BaseModel):
     label: str
     score: float
-
-
-class ProposalRow(BaseModel):
-    iteration: int
-    operator: str
-    verdict: str
-    rationale: str
-    incumbent_score: float | None = None
-    candidate_score: float | None = None
-    lower_bound: float | None = None
-    p_value: float | None = None
-    record: str = ""  # "3 better / 1 worse / 2 tied"
-    commit: str | None = None
-    reasons: list[str] = []
 
 
 class RunReport(BaseModel):
@@ -64,7 +49,7 @@ class RunReport(BaseModel):
     started_at: str
     finished_at: str | None
     trajectory: list[TrajectoryPoint]
-    proposals: list[ProposalRow]
+    proposals: list[StepRecord]
     test_start: float | None = None
     test_final: float | None = None
     episodes: int
@@ -90,34 +75,15 @@ def load_run_report(store: RunStore, ref: str) -> RunReport:
     if row is None:
         raise ReportError(f"{store.path}: no optimization run {ref!r}; run `optimize run HARNESS` first")
     result = OptimizeResult.model_validate_json(row["result"]) if row["result"] else None
-    proposals, trajectory = [], []
-    for step in records.steps(run_id):
-        decision = (
-            Decision.model_validate_json(step["decision"])
-            if step["decision"] and step["verdict"] in ("accept", "reject", "void")
-            else None
-        )
-        c = decision.comparison if decision else None
-        if c is not None and not trajectory:
-            trajectory.append(TrajectoryPoint(label="start", score=c.incumbent_mean))
-        if c is not None and step["verdict"] == "accept":
-            label = f"#{step['iteration'] + 1} {step['operator']}"
-            trajectory.append(TrajectoryPoint(label=label, score=c.candidate_mean))
-        proposals.append(
-            ProposalRow(
-                iteration=step["iteration"],
-                operator=step["operator"] or "",
-                verdict=step["verdict"] or "unfinished",
-                rationale=step["rationale"] or "",
-                incumbent_score=c.incumbent_mean if c else None,
-                candidate_score=c.candidate_mean if c else None,
-                lower_bound=c.lower_bound if c else None,
-                p_value=c.p_better if c else None,
-                record=f"{c.wins} better / {c.losses} worse / {c.ties} tied" if c else "",
-                commit=step["commit_sha"],
-                reasons=decision.reasons if decision else [],
-            )
-        )
+    proposals, trajectory = records.step_records(run_id), []
+    for step in proposals:
+        if step.p_value is None:  # never reached the gate
+            continue
+        if not trajectory:
+            trajectory.append(TrajectoryPoint(label="start", score=step.incumbent_score))
+        if step.verdict == "accept":
+            label = f"#{step.iteration + 1} {step.operator}"
+            trajectory.append(TrajectoryPoint(label=label, score=step.candidate_score))
     start_score = result.val_start if result else _gate_score(store, run_id, row["start_hash"])
     if start_score is not None:
         trajectory[:1] = [TrajectoryPoint(label="start", score=start_score)]
@@ -196,8 +162,8 @@ def render_trajectory(report: RunReport) -> RenderableType:
     return chart
 
 
-def _proposal_figures(row: ProposalRow) -> str:
-    if row.candidate_score is None:
+def _proposal_figures(row: StepRecord) -> str:
+    if row.p_value is None:
         return ""
     return (
         f"{_score(row.incumbent_score)} → {_score(row.candidate_score)} · lower bound {row.lower_bound:+.3f} "
@@ -217,7 +183,7 @@ def render_proposals(report: RunReport) -> RenderableType:
         rationale = row.rationale.split("\n")[0][:100]
         score = (
             f"{_score(row.incumbent_score)} → {_score(row.candidate_score)}"
-            if row.candidate_score is not None
+            if row.p_value is not None  # the gate's means; a screened-out row's are a minibatch's
             else ""
         )
         table.add_row(
