@@ -40,6 +40,7 @@ from harnesses import Episode, Harness, load_harness, run_episode
 from harnesses.models import (
     Model,
     ModelError,
+    ModelUsage,
     ResponseCache,
     check_credentials,
     get_model,
@@ -70,25 +71,16 @@ class BatchProgress:
     reused: int = 0  # how many of `done` are copies of earlier runs' episodes (see `reuse`)
     passed: int = 0
     errors: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
+    usage: ModelUsage = field(default_factory=ModelUsage)  # what the done episodes' model calls cost
     elapsed_s: float = 0.0
     last: EpisodeResult | None = None  # the episode just finished ("episode" events)
 
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
     def add(self, result: EpisodeResult) -> None:
-        usage = result.episode.usage
         self.done += 1
         self.passed += int(result.passed)
         self.errors += int(result.errored)
         self.reused += int(result.reused_from is not None)
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.cost_usd += usage.cost_usd
+        self.usage += result.episode.usage
 
 
 OnProgress = Callable[[BatchProgress], None]

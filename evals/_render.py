@@ -45,7 +45,7 @@ def progress_bar(console: Console | None = None, *, description: str = "eval") -
         reused = f"[cyan]{state.reused} reused[/] " if state.reused else ""
         stats = (
             f"[green]{state.passed} pass[/] [red]{state.errors} err[/] {reused}"
-            f"{_tokens(state.tokens)} tok ${state.cost_usd:.4f}"
+            f"{_tokens(state.usage.total_tokens)} tok ${state.usage.cost_usd:.4f}"
         )
         if not bar:
             bar.append(progress.add_task(description, total=state.total, stats=stats))
@@ -89,8 +89,8 @@ def render_summary(
             row.append(_pct(pass_hat_k([(task.episodes, task.passes)], k)) if task.episodes >= k else "–")
         row.append(Text(str(task.errors), style="red" if task.errors else ""))
         row += [
-            _tokens(sum(r.prompt_tokens + r.completion_tokens for r in runs)),
-            f"${sum(r.cost_usd for r in runs):.4f}",
+            _tokens(sum(r.usage.total_tokens for r in runs)),
+            f"${sum(r.usage.cost_usd for r in runs):.4f}",
             f"{statistics.median(r.latency_s for r in runs):.2f} s" if runs else "–",
         ]
         style = "green" if task.pass_rate >= 1.0 else ("red" if task.passes == 0 else "")
@@ -110,8 +110,10 @@ def render_overall(metrics: Metrics) -> Table:
     overall.add_row("errors", Text(str(metrics.errors), style="red" if metrics.errors else ""))
     if metrics.reused:
         overall.add_row("reused from earlier runs (graded again)", str(metrics.reused))
-    overall.add_row("tokens (prompt + completion)", f"{metrics.prompt_tokens} + {metrics.completion_tokens}")
-    overall.add_row("cost", f"${metrics.cost_usd:.4f}")
+    overall.add_row(
+        "tokens (prompt + completion)", f"{metrics.usage.prompt_tokens} + {metrics.usage.completion_tokens}"
+    )
+    overall.add_row("cost", f"${metrics.usage.cost_usd:.4f}")
     overall.add_row("latency p50 / p95", f"{metrics.latency_median_s:.2f} s / {metrics.latency_p95_s:.2f} s")
     return overall
 

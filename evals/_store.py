@@ -34,7 +34,7 @@ import sqlite_utils
 from pydantic import BaseModel, Field, TypeAdapter
 
 from harnesses import Episode, Event
-from harnesses.models import ResponseCache
+from harnesses.models import ModelUsage, ResponseCache
 from worlds import TIMESTAMP_FORMAT, AtollError, CallRecord
 
 from .graders._verdict import Grade
@@ -105,15 +105,12 @@ class EpisodeResult(BaseModel):
 
     def outcome(self) -> EpisodeOutcome:
         """What metrics read: score (0 when errored), tokens, cost and latency."""
-        usage = self.episode.usage
         return EpisodeOutcome(
             task_id=self.task_id,
             seed=self.seed,
             score=self.score,
             errored=self.errored,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cost_usd=usage.cost_usd,
+            usage=self.episode.usage,
             latency_s=self.episode.duration_s,
             reused=self.reused_from is not None,
         )
@@ -477,8 +474,8 @@ class RunStore:
         """What metrics need of a run's episodes, read without parsing transcripts."""
         with self._lock:
             rows = self.db.execute(
-                "SELECT task_id, seed, score, errored, prompt_tokens, completion_tokens, cost, latency, "
-                "reused_from FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
+                "SELECT task_id, seed, score, errored, model_calls, prompt_tokens, completion_tokens, cost, "
+                "latency, reused_from FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
                 [run_id],
             ).fetchall()
         return [
@@ -487,13 +484,13 @@ class RunStore:
                 seed=seed,
                 score=0.0 if errored else score,
                 errored=bool(errored),
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                cost_usd=cost,
+                usage=ModelUsage(
+                    model_calls=calls or 0, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost
+                ),
                 latency_s=latency,
                 reused=reused_from is not None,
             )
-            for task_id, seed, score, errored, prompt, completion, cost, latency, reused_from in rows
+            for task_id, seed, score, errored, calls, prompt, completion, cost, latency, reused_from in rows
         ]
 
 

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from harnesses import Event, ScriptedUser, UserSide
-from harnesses.models import Model, ModelParams, Usage
+from harnesses.models import Model, ModelParams, ModelUsage
 
 from ._suite import Task
 
@@ -64,8 +64,7 @@ class SimulatedUser:
         self.sample = sample
         self.params = params or ModelParams(temperature=0.0, max_tokens=200)
         self.stop_token = stop_token
-        self.usage = Usage()
-        self.cost_usd = 0.0
+        self.usage = ModelUsage()
         self.system = _INSTRUCTIONS.format(
             persona=persona or "You are a customer of this business.",
             goal=goal or "get your problem solved.",
@@ -91,9 +90,7 @@ class SimulatedUser:
     async def respond(self, events: list[Event]) -> str | None:
         """The customer's next message, or None once they wrote the stop token (or nothing)."""
         response = await self.model.complete(self.messages(events), params=self.params, sample=self.sample)
-        self.usage.prompt_tokens += response.usage.prompt_tokens
-        self.usage.completion_tokens += response.usage.completion_tokens
-        self.cost_usd += response.cost_usd
+        self.usage.add(response)
         text = (response.content or "").strip()
         if not text or self.stop_token in text:
             return None

@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field, computed_field, model_validator
+
+from harnesses.models import ModelUsage
 
 PASS_TOLERANCE = 1e-9
 """Scores are floats summed from partial credit, so 0.1 + 0.2 + 0.7 must still count as a pass at 1.0."""
@@ -33,9 +36,7 @@ class EpisodeOutcome(BaseModel):
     seed: int
     score: float = Field(ge=0.0, le=1.0, description="The grade in [0, 1]; 0 when the episode errored.")
     errored: bool = Field(False, description="The episode did not finish (model, harness or world error).")
-    prompt_tokens: int = Field(0, ge=0)
-    completion_tokens: int = Field(0, ge=0)
-    cost_usd: float = Field(0.0, ge=0.0)
+    usage: ModelUsage = Field(default_factory=ModelUsage)
     latency_s: float = Field(0.0, ge=0.0, description="Wall-clock seconds for the whole episode.")
     reused: bool = Field(False, description="Copied from an earlier run instead of run again.")
 
@@ -71,11 +72,21 @@ class Metrics(BaseModel):
     mean_score: float = Field(description="Mean over tasks of each task's mean score.")
     pass_k: dict[int, float] = Field(description="pass^k by k (tau-bench's unbiased estimator).")
     per_task: dict[str, TaskMetrics]
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float
+    usage: ModelUsage = Field(default_factory=ModelUsage)
     latency_median_s: float
     latency_p95_s: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_before_usage(cls, data: Any) -> Any:
+        """Metrics stored before `usage` had its three figures at the top level."""
+        if isinstance(data, dict) and "usage" not in data and "prompt_tokens" in data:
+            old = ("prompt_tokens", "completion_tokens", "cost_usd")
+            data = {
+                **{k: v for k, v in data.items() if k not in old},
+                "usage": {k: data.get(k, 0) for k in old},
+            }
+        return data
 
     @computed_field
     @property
@@ -158,9 +169,7 @@ def compute_metrics(
         mean_score=sum(task.mean_score for task in per_task.values()) / len(per_task),
         pass_k={k: pass_hat_k(trials, k) for k in ks},
         per_task=per_task,
-        prompt_tokens=sum(episode.prompt_tokens for episode in episodes),
-        completion_tokens=sum(episode.completion_tokens for episode in episodes),
-        cost_usd=sum(episode.cost_usd for episode in episodes),
+        usage=sum((episode.usage for episode in episodes), ModelUsage()),
         latency_median_s=float(np.median(latencies)),
         latency_p95_s=float(np.percentile(latencies, 95)),
     )

@@ -7,10 +7,11 @@ snapshots the loop streams; a product embedding Atoll does the same from Python.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
+from harnesses.models import ModelUsage
 from worlds import RUN_FAILED, AtollError
 
 from .stats import AcceptanceRule, Decision
@@ -75,9 +76,7 @@ class OptimizerStatus(BaseModel):
     accepted: int = 0
     rejected: int = 0
     episodes: int = 0
-    model_calls: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
+    usage: ModelUsage = Field(default_factory=ModelUsage)  # the agent's episodes and the proposers' calls
     elapsed_s: float = 0.0
 
 
@@ -132,10 +131,18 @@ class OptimizeResult(BaseModel):
     steps: list[StepRecord] = Field(default_factory=list)
     final_patch: str = ""
     episodes: int = 0
-    model_calls: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
+    usage: ModelUsage = Field(default_factory=ModelUsage)
     elapsed_s: float = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_before_usage(cls, data: Any) -> Any:
+        """Results stored before `usage` had calls, tokens and cost at the top level (tokens unsplit)."""
+        if isinstance(data, dict) and "usage" not in data and "model_calls" in data:
+            usage = {"model_calls": data["model_calls"], "cost_usd": data.get("cost_usd", 0.0)}
+            data = {k: v for k, v in data.items() if k not in ("model_calls", "tokens", "cost_usd")}
+            data["usage"] = usage
+        return data
 
     @property
     def accepted(self) -> list[StepRecord]:

@@ -30,8 +30,8 @@ REPORT_TEMPLATE = """<!doctype html>
   <dt>decisions</dt><dd>{{ report.accepted }} accepted of {{ report.proposals | length }} proposals</dd>
   {% if report.test_start is not none %}<dt>test split</dt>
   <dd>{{ "%.3f" | format(report.test_start) }} → {{ "%.3f" | format(report.test_final or 0) }} (reported, never used to decide)</dd>{% endif %}
-  <dt>spend</dt><dd>{{ report.episodes }} episodes · {{ report.model_calls }} model calls ·
-    {{ "{:,}".format(report.tokens) }} tokens · ${{ "%.4f" | format(report.cost_usd) }}</dd>
+  <dt>spend</dt><dd>{{ report.episodes }} episodes · {{ report.usage.model_calls }} model calls ·
+    {{ "{:,}".format(report.usage.total_tokens) }} tokens · ${{ "%.4f" | format(report.usage.cost_usd) }}</dd>
   <dt>harness</dt><dd><code>{{ report.start_hash[:12] }}</code> → <code>{{ report.final_hash[:12] }}</code></dd>
 </dl>
 

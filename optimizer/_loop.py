@@ -183,9 +183,7 @@ class Optimization:
         if progress.kind == "episode" and progress.last is not None:
             usage = progress.last.episode.usage
             self.status.episodes += 1
-            self.status.model_calls += usage.model_calls
-            self.status.tokens += usage.total_tokens
-            self.status.cost_usd += usage.cost_usd
+            self.status.usage += usage
         self._emit("progress", batch_done=progress.done, batch_total=progress.total)
 
     # -- evaluation -----------------------------------------------------------------------------
@@ -246,8 +244,8 @@ class Optimization:
         minutes = elapsed / 60
         checks = [
             (c.max_episodes, s.episodes, "episode budget"),
-            (c.max_model_calls, s.model_calls, "model-call budget"),
-            (c.max_cost_usd, s.cost_usd, "cost budget"),
+            (c.max_model_calls, s.usage.model_calls, "model-call budget"),
+            (c.max_cost_usd, s.usage.cost_usd, "cost budget"),
             (c.max_minutes, minutes, "time budget"),
         ]
         for limit, used, name in checks:
@@ -433,10 +431,7 @@ class Optimization:
                 f"`optimize run {self.harness_path} --resume {self.id}`"
             ) from None
         finally:
-            spent = proposer.usage - before
-            self.status.model_calls += spent.model_calls
-            self.status.tokens += spent.total_tokens
-            self.status.cost_usd += spent.cost_usd
+            self.status.usage += proposer.usage - before
 
     def _invalid(self, iteration: int, error: str, **step: Any) -> tuple[str, None, None]:
         """A candidate that does not load or render: recorded with its error and skipped, so a
@@ -568,9 +563,7 @@ class Optimization:
             steps=steps,
             final_patch=unified_patch(self.start.files(), incumbent.files()),
             episodes=s.episodes,
-            model_calls=s.model_calls,
-            tokens=s.tokens,
-            cost_usd=s.cost_usd,
+            usage=s.usage,
             elapsed_s=time.monotonic() - self.started,
         )
 

@@ -41,8 +41,8 @@ def render_status(status: OptimizerStatus) -> RenderableType:
     grid.add_row("decisions", f"[green]{status.accepted} accepted[/] · [red]{status.rejected} rejected[/]")
     grid.add_row(
         "spend",
-        f"{status.episodes} episodes · {status.model_calls} model calls · {status.tokens:,} tokens · "
-        f"${status.cost_usd:.4f} · {_elapsed(status.elapsed_s)}",
+        f"{status.episodes} episodes · {status.usage.model_calls} model calls · "
+        f"{status.usage.total_tokens:,} tokens · ${status.usage.cost_usd:.4f} · {_elapsed(status.elapsed_s)}",
     )
     return Panel(grid, title=f"optimize · {status.run_id}", title_align="left")
 
@@ -120,8 +120,9 @@ def render_result(result: OptimizeResult, *, show_patch: bool = True) -> Rendera
             + (f" · why not: {_tail(step.reasons[0])}" if step.reasons and not step.commit else ""),
         )
     footer = Text(
-        f"Stopped: {result.stop_reason}. {result.episodes} episodes, {result.model_calls} model calls, "
-        f"{result.tokens:,} tokens, ${result.cost_usd:.4f}, {_elapsed(result.elapsed_s)}. Run {result.run_id}.",
+        f"Stopped: {result.stop_reason}. {result.episodes} episodes, {result.usage.model_calls} model calls, "
+        f"{result.usage.total_tokens:,} tokens, ${result.usage.cost_usd:.4f}, {_elapsed(result.elapsed_s)}. "
+        f"Run {result.run_id}.",
         style="dim",
     )
     parts: list[RenderableType] = [headline, scores, steps]

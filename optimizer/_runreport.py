@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evals import RunStore, StoreError
+from harnesses.models import ModelUsage
 
 from ._config import OptimizeResult, StepRecord
 from ._diffview import render_harness_diff
@@ -53,9 +54,7 @@ class RunReport(BaseModel):
     test_start: float | None = None
     test_final: float | None = None
     episodes: int
-    model_calls: int
-    tokens: int
-    cost_usd: float
+    usage: ModelUsage  # the run's episodes
     elapsed_s: float | None = None
     start_hash: str
     final_hash: str
@@ -88,8 +87,9 @@ def load_run_report(store: RunStore, ref: str) -> RunReport:
     if start_score is not None:
         trajectory[:1] = [TrajectoryPoint(label="start", score=start_score)]
     prefix = f"{run_id}-"
-    episodes, calls, tokens, cost = store.db.execute(
-        "SELECT COUNT(*), COALESCE(SUM(model_calls), 0), COALESCE(SUM(tokens), 0), COALESCE(SUM(cost), 0) "
+    episodes, calls, prompt, completion, cost = store.db.execute(
+        "SELECT COUNT(*), COALESCE(SUM(model_calls), 0), COALESCE(SUM(prompt_tokens), 0), "
+        "COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost), 0) "
         "FROM episodes WHERE substr(run_id, 1, ?) = ?",
         [len(prefix), prefix],
     ).fetchone()
@@ -108,9 +108,9 @@ def load_run_report(store: RunStore, ref: str) -> RunReport:
         test_start=result.test_start if result else None,
         test_final=result.test_final if result else None,
         episodes=episodes,
-        model_calls=calls,
-        tokens=tokens,
-        cost_usd=cost,
+        usage=ModelUsage(
+            model_calls=calls, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost
+        ),
         elapsed_s=result.elapsed_s if result else None,
         start_hash=row["start_hash"],
         final_hash=final_hash,
@@ -228,8 +228,8 @@ def render_run_report(report: RunReport) -> RenderableType:
     elapsed = f" · {report.elapsed_s / 60:.1f} min" if report.elapsed_s is not None else ""
     head.add_row(
         "spend",
-        f"{report.episodes} episodes · {report.model_calls} model calls · {report.tokens:,} tokens · "
-        f"${report.cost_usd:.4f}{elapsed}",
+        f"{report.episodes} episodes · {report.usage.model_calls} model calls · "
+        f"{report.usage.total_tokens:,} tokens · ${report.usage.cost_usd:.4f}{elapsed}",
     )
     return Group(
         Text(f"Optimization {report.id}", style="bold"),

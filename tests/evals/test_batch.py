@@ -55,11 +55,11 @@ async def test_a_batch_runs_every_task_at_every_seed_and_reports_progress(suite,
     ]
     assert all(r.passed for r in result.results)
     assert result.metrics.mean_score == 1.0 and result.metrics.pass_k == {1: 1.0}
-    assert result.metrics.prompt_tokens > 0 and result.metrics.errors == 0
+    assert result.metrics.usage.prompt_tokens > 0 and result.metrics.errors == 0
     assert [e.kind for e in events] == ["start"] + ["episode"] * 5 + ["finish"]
     assert (events[0].total, events[0].done) == (5, 0)
     assert (events[-1].done, events[-1].passed, events[-1].errors) == (5, 5, 0)
-    assert events[-1].tokens == result.metrics.prompt_tokens + result.metrics.completion_tokens
+    assert events[-1].usage == result.metrics.usage
     run = store.run(result.run_id)
     assert (run.status, run.metrics.episodes, run.harness_hash) == ("finished", 5, harness().hash)
     assert store.harness_files(run.harness_hash) == harness().files()

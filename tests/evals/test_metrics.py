@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from evals.metrics import EpisodeOutcome, compute_metrics, pass_hat_k, passes
+from harnesses.models import ModelUsage
 
 
 @st.composite
@@ -58,8 +59,14 @@ def episodes(task_id: str, scores: list[float], **fields) -> list[EpisodeOutcome
 
 def test_metrics_summarise_a_batch_per_task_and_overall():
     batch = [
-        *episodes("refund", [1.0, 1.0, 0.0], prompt_tokens=100, completion_tokens=10, cost_usd=0.01),
-        *episodes("lookup", [1.0, 0.5, 0.5], prompt_tokens=50, completion_tokens=5, cost_usd=0.005),
+        *episodes(
+            "refund",
+            [1.0, 1.0, 0.0],
+            usage=ModelUsage(prompt_tokens=100, completion_tokens=10, cost_usd=0.01),
+        ),
+        *episodes(
+            "lookup", [1.0, 0.5, 0.5], usage=ModelUsage(prompt_tokens=50, completion_tokens=5, cost_usd=0.005)
+        ),
     ]
     metrics = compute_metrics(batch)
 
@@ -74,8 +81,8 @@ def test_metrics_summarise_a_batch_per_task_and_overall():
         2: pytest.approx((1 / 3 + 0.0) / 2),
         3: pytest.approx(0.0),
     }
-    assert (metrics.prompt_tokens, metrics.completion_tokens) == (450, 45)
-    assert metrics.cost_usd == pytest.approx(0.045)
+    assert (metrics.usage.prompt_tokens, metrics.usage.completion_tokens) == (450, 45)
+    assert metrics.usage.cost_usd == pytest.approx(0.045)
 
 
 def test_every_task_weighs_the_same_whatever_its_number_of_seeds():
@@ -143,3 +150,27 @@ def test_pass_k_defaults_to_every_k_up_to_the_fewest_seeds():
     assert sorted(metrics.pass_k) == [1, 2, 3]
     assert metrics.pass_k[3] == pytest.approx((0.0 + 1.0) / 2)
     assert math.isclose(metrics.pass_k[2], (1 / 3 + 1.0) / 2)
+
+
+def test_metrics_and_results_stored_before_the_usage_record_still_read() -> None:
+    from evals.metrics import Metrics
+    from optimizer import OptimizeResult
+
+    metrics = compute_metrics(episodes("a", [1.0], usage=ModelUsage(prompt_tokens=7, completion_tokens=2)))
+    old = metrics.model_dump(exclude={"usage"}) | {
+        "prompt_tokens": 7,
+        "completion_tokens": 2,
+        "cost_usd": 0.5,
+    }
+    assert Metrics.model_validate(old).usage == ModelUsage(prompt_tokens=7, completion_tokens=2, cost_usd=0.5)
+
+    stored = {
+        "run_id": "r",
+        "status": "finished",
+        "stop_reason": "budget",
+        "start_hash": "a",
+        "final_hash": "a",
+    }
+    stored |= {"val_start": 0.5, "val_final": 0.5, "model_calls": 12, "tokens": 900, "cost_usd": 0.25}
+    result = OptimizeResult.model_validate(stored)
+    assert (result.usage.model_calls, result.usage.cost_usd) == (12, 0.25)

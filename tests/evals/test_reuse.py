@@ -71,8 +71,8 @@ async def test_a_second_evaluation_reuses_every_episode_and_makes_no_model_call(
     assert all(r.reused_from == first.run_id for r in second.results)
     assert [r.episode for r in second.results] == [r.episode for r in first.results]
     assert [e.kind for e in events] == ["start", "finish"]
-    tokens = first.metrics.prompt_tokens + first.metrics.completion_tokens  # what the copies cost when played
-    assert (events[0].done, events[0].reused, events[0].tokens) == (5, 5, tokens)
+    tokens = first.metrics.usage.total_tokens  # what the copies cost when played
+    assert (events[0].done, events[0].reused, events[0].usage.total_tokens) == (5, 5, tokens)
     stored = store.episodes(second.run_id)
     assert len(stored) == 5 and {r.reused_from for r in stored} == {first.run_id}
     assert store.run(second.run_id).metrics.reused == 5

@@ -218,7 +218,7 @@ def test_the_run_report_reads_the_figures_back_from_the_store(world: World):
 
     assert [(p.label, p.score) for p in report.trajectory] == [("start", 0.5), ("#1 helpful", 1.0)]
     assert report.accepted == 1 and report.proposals[0].record == "6 better / 0 worse / 0 tied"
-    assert report.episodes > 0 and report.tokens > 0
+    assert report.episodes > 0 and report.usage.total_tokens > 0
 
 
 def test_the_html_report_is_one_self_contained_page(world: World, tmp_path: Path):
