@@ -1,837 +1,492 @@
-"""Hand-written stories planted in every helpdesk fixture, one policy rule each.
+"""The landmark stories of landmarks.yaml, planted in every helpdesk fixture: one policy rule each.
 
-An eval task names a landmark customer and their open ticket; the list in fixtures.py's docstring says
-what each one asks and what policy.md expects. Times are relative to the fixture clock and the ids are
-fixed, so the stories read the same in small_shop and big_retailer.
+The stories are data: this module checks the file against the models below, so a slip names the file
+and the field when the world loads rather than failing halfway through a build, and turns each record
+into rows through the story generator in shop.py. It also renders the catalogue that fixtures.py's
+docstring shows, so that list can never drift from what the fixtures hold.
 """
 
-from datetime import datetime, timedelta
+from __future__ import annotations
 
-from .shop import DAY, HOUR, Order, Shop, Text
+import re
+import string
+import textwrap
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-# key: (first, last, email, date of birth, support PIN, phone, tier, (line1, line2, city, state, zip),
-#       days since sign-up)
-# fmt: off
-PEOPLE = {
-    "maya": ("Maya", "Chen", "maya.chen@fastmail.com", "1988-04-17", "4821", "(503) 628-0142", "standard",
-        ("2231 SE Belmont St", None, "Portland", "OR", "97214"), 812),
-    "daniel": ("Daniel", "Okafor", "dokafor@gmail.com", "1979-11-02", "1190", "(404) 371-7731", "standard",
-        ("88 Peachtree Pl NW", "Apt 12", "Atlanta", "GA", "30309"), 1404),
-    "priya": ("Priya", "Raman", "priya.raman@outlook.com", "1992-06-29", "7305", "(512) 846-2958", "plus",
-        ("4107 Avenue H", None, "Austin", "TX", "78751"), 655),
-    "lucas": ("Lucas", "Martins", "lucas.martins@icloud.com", "1985-02-14", "6642", "(303) 419-4417",
-        "standard", ("1550 Downing St", "Unit 4", "Denver", "CO", "80218"), 301),
-    "hannah": ("Hannah", "Schmidt", "hannah.schmidt@yahoo.com", "1990-09-08", "3057", "(608) 255-8820",
-        "standard", ("17 Jenifer St", None, "Madison", "WI", "53703"), 977),
-    "aisha": ("Aisha", "Bello", "aisha.bello@gmail.com", "1996-01-23", "9912", "(718) 384-3305", "standard",
-        ("219 Grand St", "Apt 5", "Brooklyn", "NY", "11211"), 190),
-    "tomas": ("Tomás", "Rivera", "tomas.rivera@hotmail.com", "1983-07-19", "2286", "(210) 732-6149",
-        "standard", ("302 W Mistletoe Ave", None, "San Antonio", "TX", "78212"), 1120),
-    "grace": ("Grace", "Liu", "grace.liu@gmail.com", "1991-12-05", "5530", "(206) 524-9071", "standard",
-        ("5809 24th Ave NW", None, "Seattle", "WA", "98107"), 530),
-    "omar": ("Omar", "Haddad", "omar.haddad@proton.me", "1977-03-30", "8164", "(734) 663-2284", "plus",
-        ("1203 Granger Ave", None, "Ann Arbor", "MI", "48104"), 1630),
-    "sofia": ("Sofia", "Rossi", "sofia.rossi@gmail.com", "1994-05-11", "4409", "(215) 629-5196", "standard",
-        ("1014 Christian St", None, "Philadelphia", "PA", "19147"), 420),
-    "ethan": ("Ethan", "Brooks", "ethan.brooks@icloud.com", "1989-10-27", "7718", "(312) 787-6683",
-        "standard", ("2130 N Halsted St", "Apt 3F", "Chicago", "IL", "60614"), 733),
-    "chloe": ("Chloe", "Dubois", "chloe.dubois@gmail.com", "1998-02-02", "1624", "(617) 262-4390", "standard",
-        ("41 Gloucester St", "Apt 2", "Boston", "MA", "02115"), 248),
-    "robert": ("Robert", "Kim", "robert.kim@comcast.net", "1968-08-14", "3391", "(619) 295-7705", "plus",
-        ("3745 Park Blvd", None, "San Diego", "CA", "92103"), 1811),
-    "natalie": ("Natalie", "Wright", "natalie.wright@aol.com", "1986-04-04", "6075", "(305) 532-1438",
-        "standard", ("1500 Bay Rd", "Apt 810", "Miami", "FL", "33139"), 566),
-    "kenji": ("Kenji", "Watanabe", "kenji.w@gmail.com", "1980-06-16", "2840", "(415) 931-9952", "standard",
-        ("1888 Pine St", None, "San Francisco", "CA", "94109"), 1290),
-    "fatima": ("Fatima", "Al-Sayed", "fatima.alsayed@outlook.com", "1993-11-21", "5107", "(713) 524-3016",
-        "standard", ("2406 Taft St", None, "Houston", "TX", "77006"), 350),
-    "megan": ("Megan", "O'Brien", "megan.obrien@gmail.com", "1997-07-07", "8842", "(401) 351-2570",
-        "standard", ("77 Hope St", None, "Providence", "RI", "02906"), 144),
-    "carlos": ("Carlos", "Mendoza", "carlos.mendoza@yahoo.com", "1982-01-12", "4473", "(602) 254-8124",
-        "standard", ("1620 N 7th Ave", None, "Phoenix", "AZ", "85007"), 902),
-    "ava": ("Ava", "Thompson", "ava.thompson@gmail.com", "2000-03-03", "1358", "(615) 297-6602", "standard",
-        ("1911 Belcourt Ave", "Apt 6", "Nashville", "TN", "37212"), 75),
-    "minh": ("Minh", "Nguyen", "minh.nguyen@gmail.com", "1988-02-17", "3150", "(510) 652-4472", "standard",
-        ("5521 Lawton Ave", None, "Oakland", "CA", "94618"), 1012),
-    "lily": ("Lily", "Nguyen", "lily.nguyen@icloud.com", "1990-08-25", "9266", "(510) 652-4471", "standard",
-        ("5521 Lawton Ave", None, "Oakland", "CA", "94618"), 866),
-    "jordan": ("Jordan", "Taylor", "jordan.taylor@hey.com", "1987-12-18", "3724", "(612) 338-5530",
-        "standard", ("2618 Girard Ave S", None, "Minneapolis", "MN", "55408"), 1510),
-    "isabel": ("Isabel", "Ferreira", "isabel.ferreira@gmail.com", "1975-05-29", "6290", "(216) 791-8816",
-        "standard", ("2900 Fairmount Blvd", None, "Cleveland", "OH", "44118"), 640),
-    "samuel": ("Samuel", "Adeyemi", "samuel.adeyemi@outlook.com", "1984-02-26", "4016", "(919) 833-3349",
-        "standard", ("610 Oberlin Rd", "Apt 204", "Raleigh", "NC", "27605"), 1095),
-    "wei": ("Wei", "Zhang", "wei.zhang@gmail.com", "1979-09-09", "7583", "(847) 864-6097", "standard",
-        ("1420 Hinman Ave", None, "Evanston", "IL", "60201"), 1377),
-    "maria_h": ("Maria", "Garcia", "maria.garcia@gmail.com", "1972-10-30", "6031", "(713) 861-2214",
-        "standard", ("1119 Heights Blvd", None, "Houston", "TX", "77008"), 1702),
-    "maria_t": ("Maria", "Garcia", "mgarcia82@yahoo.com", "1982-03-14", "2719", "(813) 254-9183", "standard",
-        ("3402 W Bay to Bay Blvd", None, "Tampa", "FL", "33629"), 488),
-}
-# fmt: on
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-# Landmark customers, orders and tickets keep fixed numbers in every fixture (the background takes the
-# others in time order), so eval tasks can name them; the story calls below pass their order and ticket
-# numbers as `pin`.
-# fmt: off
-CUSTOMER_NUMBERS = {
-    "maya": 18, "daniel": 5, "priya": 25, "lucas": 33, "hannah": 14, "aisha": 40, "tomas": 10, "grace": 29,
-    "omar": 3, "sofia": 31, "ethan": 22, "chloe": 36, "robert": 1, "natalie": 28, "kenji": 8, "fatima": 32,
-    "megan": 42, "carlos": 16, "ava": 44, "minh": 13, "lily": 17, "jordan": 4, "isabel": 26, "samuel": 11,
-    "wei": 6, "maria_h": 2, "maria_t": 30,
-}
-# fmt: on
+from worlds import WorldDefinitionError
 
-# Carriers, by their index in data.CARRIERS.
-UPS_GROUND, FEDEX_HOME, USPS_GROUND, USPS_PRIORITY = 0, 2, 4, 5
+from . import data
+from .shop import Order, Shop, Text
+
+PATH = Path(__file__).with_name("landmarks.yaml")
+
+_CARRIERS = [f"{company} {service}" for company, service, *_ in data.CARRIERS]
+_PRODUCTS = {(code, variant) for code, _, _, _, variants, _ in data.CATALOG for variant in variants}
+_FIELDS = {"order", "total"}  # what ticket text may name; see _text()
 
 
-def add_people(shop: Shop) -> dict[str, dict]:
-    people = {}
-    for key, (first, last, email, dob, pin, phone, tier, address, age) in PEOPLE.items():
-        people[key] = shop.add_person(
-            first,
-            last,
-            created=shop.now - age * DAY - 7 * HOUR,
-            email=email,
-            phone=phone,
-            dob=dob,
-            pin=pin,
-            tier=tier,
-            address=address,
-            number=CUSTOMER_NUMBERS[key],
-        )
-    return people
+# ---- times relative to the fixture clock ----------------------------------------------------------
 
 
-def _delivered_ago(shop: Shop, days: int, transit: int) -> datetime:
-    """When to place an order so that, picked up 20 hours later, it arrives `days` days ago."""
-    return shop.at(days + 1 + transit, 10)
+@dataclass(frozen=True)
+class Moment:
+    """A day and time of day (`3 days ago at 19:12`), or a span before the clock (`2.5 hours ago`)."""
+
+    days: int = 0
+    hour: int = 0
+    minute: int = 0
+    before: timedelta | None = None
+
+    def on(self, shop: Shop) -> datetime:
+        if self.before is not None:
+            return shop.now - self.before
+        return shop.at(self.days, self.hour, self.minute)
 
 
-def add_stories(shop: Shop, p: dict[str, dict]) -> None:
-    at, product, order, ticket = shop.at, shop.product, shop.order, shop.ticket
-    now = shop.now
-    on_time = {"capture_h": 1, "label_h": 6, "ship_h": 20}
+_DAY_AT = re.compile(r"(today|yesterday|(\d+) days? ago) at (\d\d):(\d\d)")
+_AGO = re.compile(r"(\d+(?:\.\d+)?) (hour|minute)s? ago")
 
-    # Stock the stories depend on.
-    for code, variant, stock in (
-        ("SDP", "Slate", 25),
-        ("MCS", "Navy / L", 14),
-        ("TRR", "Size 9", 0),
-        ("TRR", "Size 8", 9),
-        ("TNT", "One size", 6),
-        ("DSB", "Regular", 4),
-        ("ESP", "Stainless", 3),
-        ("DPK", "Black", 12),
-        ("IWB", "Glacier", 30),
-        ("CTL", "Speckled Blue", 7),
-        ("CKN", "One size", 11),
-        ("WCJ", "Tobacco / L", 5),
-        ("SKS", "One size", 0),
-    ):
-        product(code, variant)["stock"] = stock
 
-    def text(template: str, o: Order, **fields: object) -> Text:
-        return Text(template, order=o.id, **fields)
-
-    # Damage reported within days: refund the plates or reship them.
-    o = order(
-        p["maya"],
-        _delivered_ago(shop, 4, 5),
-        [(product("SDP", "Slate"), 1), (product("LAP", "Indigo"), 1)],
-        carrier=UPS_GROUND,
-        transit=5,
-        pay="card",
-        **on_time,
-        pin=1085,
+def _moment(value: Any) -> Moment:
+    text = value if isinstance(value, str) else ""
+    if match := _DAY_AT.fullmatch(text):
+        word, days, hour, minute = match.groups()
+        days = {"today": 0, "yesterday": 1}.get(word) if days is None else int(days)
+        if int(hour) < 24 and int(minute) < 60:
+            return Moment(days, int(hour), int(minute))
+    elif match := _AGO.fullmatch(text):
+        amount, unit = match.groups()
+        return Moment(before=timedelta(**{f"{unit}s": float(amount)}))
+    raise ValueError(
+        f"{value!r} is not a time: write 'today at 07:02', 'yesterday at 20:41', '25 days ago at 13:00', "
+        "'2.5 hours ago' or '20 minutes ago'"
     )
-    ticket(
-        p["maya"],
+
+
+When = Annotated[Moment, PlainValidator(_moment)]
+
+
+# ---- the records --------------------------------------------------------------------------------
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Address(_Record):
+    line1: str
+    line2: str | None = None
+    city: str
+    state: str
+    zip: str
+
+
+class Person(_Record):
+    """A landmark customer; `number` fixes their CUS- id. A `note` says why someone with no open
+    ticket of their own is a landmark (the catalogue prints it)."""
+
+    first: str
+    last: str
+    email: str
+    born: date
+    pin: str = Field(pattern=r"^\d{4}$")
+    phone: str = Field(pattern=r"^\(\d{3}\) \d{3}-\d{4}$")
+    tier: Literal["standard", "plus"] = "standard"
+    number: int = Field(gt=0)
+    signed_up: When
+    address: Address
+    note: str | None = None
+
+
+class Product(_Record):
+    product: str
+    variant: str = "One size"
+
+    @model_validator(mode="after")
+    def _in_catalogue(self) -> Product:
+        if (self.product, self.variant) not in _PRODUCTS:
+            raise ValueError(f"no product {self.product} {self.variant!r} in data.CATALOG")
+        return self
+
+
+class Stock(Product):
+    stock: int = Field(ge=0)
+
+
+class Line(Product):
+    quantity: int = Field(1, gt=0)
+
+
+def _text(template: str) -> str:
+    """Ticket text is formatted once ids are numbered: it may name only {order} and {total}."""
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as error:
+        raise ValueError(f"{error} (write {{{{ and }}}} for a brace)") from None
+    if names - _FIELDS:
+        raise ValueError(f"text may name only {{order}} and {{total}}, not {{{sorted(names - _FIELDS)[0]}}}")
+    return template
+
+
+TicketText = Annotated[str, AfterValidator(_text)]
+
+
+class Reply(_Record):
+    author: Literal["customer", "agent"]
+    body: TicketText
+    when: When
+
+
+class Credit(_Record):
+    """Goodwill store credit given on the ticket; `names_order` records the order beside the ticket."""
+
+    amount: float = Field(gt=0)
+    reason: str
+    when: When
+    names_order: bool = False
+
+
+class Ticket(_Record):
+    """A ticket about the order. `customer` defaults to the order's; someone else's ticket names the
+    order in its text but is not linked to it (a ticket about another customer's order is no row a
+    real helpdesk holds). An open ticket is a landmark: it needs `number`, `asks` and `policy`."""
+
+    customer: str | None = None
+    category: Literal[
         "damaged_item",
-        at(3, 19, 12),
-        "Plates arrived cracked",
-        text(
-            "Hi, my order {order} arrived yesterday. Two of the four Stoneware Dinner Plates (Slate) are cracked "
-            "straight through; the box looked fine, so I think they were packed loosely. I'd like replacements "
-            "if you have them, otherwise a refund for the plates. The apron is fine. Thanks, Maya",
-            o,
-        ),
-        order=o,
-        pin=5014,
-    )
-
-    # Change of mind 52 days after delivery, standard tier: outside the window.
-    o = order(
-        p["daniel"],
-        _delivered_ago(shop, 52, 4),
-        [(product("WCJ", "Tobacco / L"), 1)],
-        carrier=FEDEX_HOME,
-        transit=4,
-        pay="card",
-        **on_time,
-        pin=1051,
-    )
-    ticket(
-        p["daniel"],
-        "return_request",
-        at(1, 20, 41),
-        "Return a jacket",
-        text(
-            "Hello, I bought the Waxed Canvas Jacket (order {order}) a while back. I've never worn it and "
-            "I've changed my mind. Please send me a return label so I can get my money back. Daniel",
-            o,
-        ),
-        order=o,
-        channel="web_form",
-        pin=5024,
-    )
-
-    # Plus member, 41 days after delivery: inside the 60-day window.
-    o = order(
-        p["priya"],
-        _delivered_ago(shop, 41, 5),
-        [(product("TRR", "Size 8"), 1)],
-        carrier=UPS_GROUND,
-        transit=5,
-        pay="paypal",
-        **on_time,
-        pin=1059,
-    )
-    ticket(
-        p["priya"],
-        "return_request",
-        at(1, 8, 5),
-        "Returning my Trail Runners",
-        text(
-            "Hi there, the Trail Runners from {order} rub my heel on every run, so I'd like to return them. "
-            "I'm a Plus member, so I believe I'm still within my return window. Thanks, Priya",
-            o,
-        ),
-        order=o,
-        pin=5018,
-    )
-
-    # Processing, not shipped: cancel.
-    o = order(
-        p["lucas"],
-        now - 20 * HOUR,
-        [(product("NCH", "Black"), 1)],
-        carrier=UPS_GROUND,
-        pay="card",
-        capture_h=0.5,
-        label_h=30,
-        ship_h=40,
-        pin=1098,
-    )
-    ticket(
-        p["lucas"],
-        "cancellation",
-        now - 1 * HOUR,
-        "Cancel order",
-        text("Hi, I need to cancel {order}. I found the same headphones at a local store. Lucas", o),
-        order=o,
-        channel="chat",
-        pin=5032,
-    )
-
-    # Shipped two days ago: cannot cancel.
-    o = order(
-        p["hannah"],
-        at(3, 11),
-        [(product("BTS", "Sage"), 1), (product("WTB", "Forest"), 1)],
-        carrier=UPS_GROUND,
-        transit=5,
-        pay="card",
-        capture_h=1,
-        label_h=8,
-        ship_h=22,
-        pin=1092,
-    )
-    ticket(
-        p["hannah"],
-        "cancellation",
-        at(0, 7, 2),
-        "Please cancel",
-        text(
-            "Please cancel {order}. It turns out my sister already bought me towels and a blanket. Hannah", o
-        ),
-        order=o,
-        pin=5028,
-    )
-
-    # Pending: change the shipping address.
-    o = order(
-        p["aisha"],
-        now - 2.5 * HOUR,
-        [(product("DPK", "Moss"), 1)],
-        carrier=USPS_GROUND,
-        pay="card",
-        capture_h=4,
-        label_h=12,
-        ship_h=20,
-        pin=1100,
-    )
-    ticket(
-        p["aisha"],
-        "address_change",
-        now - 1.5 * HOUR,
-        "New shipping address",
-        text(
-            "I just moved! Please ship {order} to 48 Prospect Park W, Apt 3B, Brooklyn, NY 11215 instead of "
-            "my old address on Grand St. Thanks, Aisha",
-            o,
-        ),
-        order=o,
-        channel="web_form",
-        pin=5029,
-    )
-
-    # Shipped yesterday: too late to change the address.
-    o = order(
-        p["tomas"],
-        at(2, 14),
-        [(product("ECH", "Khaki / 32x32"), 1)],
-        carrier=FEDEX_HOME,
-        transit=4,
-        pay="card",
-        capture_h=1,
-        label_h=10,
-        ship_h=18,
-        pin=1096,
-    )
-    ticket(
-        p["tomas"],
-        "address_change",
-        now - 2 * HOUR,
-        "Change delivery address",
-        text(
-            "Can you send {order} to my office instead? 700 E Commerce St, San Antonio, TX 78205. "
-            "Nobody is home during the day. Tomás",
-            o,
-        ),
-        order=o,
-        channel="chat",
-        pin=5026,
-    )
-
-    # Lost in transit, $124.41: reship or refund.
-    o = order(
-        p["grace"],
-        at(22, 10),
-        [(product("DPK", "Black"), 1), (product("IWB", "Glacier"), 1)],
-        carrier=UPS_GROUND,
-        pay="card",
-        lost=True,
-        **on_time,
-        pin=1075,
-    )
-    ticket(
-        p["grace"],
-        "where_is_my_order",
-        at(2, 9, 30),
-        "Order never arrived",
-        text(
-            "My order {order} never arrived. Tracking said delayed and then nothing for over two weeks. "
-            "What happened to it? Grace",
-            o,
-        ),
-        order=o,
-        priority="high",
-        pin=5015,
-    )
-
-    # Lost in transit, $570.28: escalate to logistics.
-    o = order(
-        p["omar"],
-        at(25, 10),
-        [(product("TNT"), 1), (product("DSB", "Regular"), 1)],
-        carrier=UPS_GROUND,
-        pay="card",
-        lost=True,
-        **on_time,
-        pin=1072,
-    )
-    ticket(
-        p["omar"],
-        "where_is_my_order",
-        at(1, 15, 20),
-        "Tent and sleeping bag missing",
-        text(
-            "Hi, my tent and sleeping bag ({order}) never showed up and the tracking has said nothing useful "
-            "for weeks. My trip is next week. Please replace them or refund me. Omar",
-            o,
-        ),
-        order=o,
-        channel="phone",
-        priority="high",
-        pin=5023,
-    )
-
-    # Six days late on a $74.79 order; the customer asks for $75.
-    o = order(
-        p["sofia"],
-        _delivered_ago(shop, 3, 11),
-        [(product("POK", "Matte Black"), 1)],
-        carrier=UPS_GROUND,
-        transit=11,
-        pay="card",
-        **on_time,
-        pin=1080,
-    )
-    ticket(
-        p["sofia"],
         "late_delivery",
-        at(2, 18, 45),
-        "Kettle arrived a week late",
-        text(
-            "My kettle ({order}) arrived nearly a week after the promised date. I think $75 in store credit "
-            "would be fair for the hassle. Sofia",
-            o,
-        ),
-        order=o,
-        pin=5016,
-    )
-
-    # Exchange for a size in stock.
-    o = order(
-        p["ethan"],
-        _delivered_ago(shop, 9, 5),
-        [(product("MCS", "Navy / M"), 1)],
-        carrier=UPS_GROUND,
-        transit=5,
-        pay="card",
-        **on_time,
-        pin=1081,
-    )
-    ticket(
-        p["ethan"],
-        "exchange",
-        at(0, 8, 10),
-        "Swap sweater size",
-        text(
-            "The Merino Crew Sweater from {order} is a little small. Can I swap the M for an L in the same "
-            "Navy? Ethan",
-            o,
-        ),
-        order=o,
-        channel="chat",
-        pin=5034,
-    )
-
-    # Exchange for a size out of stock.
-    o = order(
-        p["chloe"],
-        _delivered_ago(shop, 6, 4),
-        [(product("TRR", "Size 8"), 1)],
-        carrier=FEDEX_HOME,
-        transit=4,
-        pay="card",
-        **on_time,
-        pin=1084,
-    )
-    ticket(
-        p["chloe"],
-        "exchange",
-        at(1, 12, 0),
-        "Exchange for a size 9",
-        text("The Trail Runners ({order}) are too small. Could I exchange them for a Size 9? Chloe", o),
-        order=o,
-        pin=5021,
-    )
-
-    # Damaged and over $500: escalate to billing.
-    o = order(
-        p["robert"],
-        _delivered_ago(shop, 3, 4),
-        [(product("ESP", "Stainless"), 1)],
-        carrier=FEDEX_HOME,
-        transit=4,
-        pay="card",
-        **on_time,
-        pin=1088,
-    )
-    ticket(
-        p["robert"],
-        "damaged_item",
-        at(2, 20, 5),
-        "Espresso machine broken",
-        text(
-            "The Espresso Machine Pro from {order} leaks water from the base and the steam wand is cracked. "
-            "I don't want a replacement, I want my money back. Robert Kim",
-            o,
-        ),
-        order=o,
-        priority="high",
-        pin=5017,
-    )
-
-    # Two days past its promise, and a threat of legal action: escalate to legal.
-    o = order(
-        p["natalie"],
-        at(8, 10),
-        [(product("LCB", "Size 8"), 1), (product("LCW", "Tan"), 1)],
-        carrier=UPS_GROUND,
-        transit=12,
-        pay="card",
-        **on_time,
-        pin=1089,
-    )
-    ticket(
-        p["natalie"],
         "where_is_my_order",
-        at(1, 9, 15),
-        "Where are my boots?",
-        text("Where are my boots? Order {order}. Natalie", o),
-        order=o,
-        priority="high",
-        replies=(
-            (
-                "agent",
-                "Sorry for the wait! I've asked the carrier for an update and will get back to you.",
-                at(1, 11, 40),
-            ),
-            (
-                "customer",
-                text(
-                    "This is the second time I'm writing. My boots ({order}) were due two days ago and "
-                    "tracking just says delayed. If they are not here by Friday I will have my lawyer "
-                    "contact you.",
-                    o,
-                ),
-                at(0, 6, 50),
-            ),
-        ),
-        pin=5019,
-    )
-
-    # A received return still waiting for its refund: refund the duvet cover.
-    o = order(
-        p["kenji"],
-        _delivered_ago(shop, 20, 5),
-        [(product("OCT", "White / M"), 2), (product("DUV", "Oat"), 1)],
-        carrier=UPS_GROUND,
-        transit=5,
-        pay="card",
-        **on_time,
-        pin=1071,
-    )
-    shop.start_return(
-        o, [o.items[1]], at(12, 10), "Changed my mind", shipped_back=at(10, 15), received=at(2, 11)
-    )
-    ticket(
-        p["kenji"],
-        "billing",
-        at(0, 7, 35),
-        "Where is my refund?",
-        text(
-            "According to tracking you received my return (the duvet cover from {order}) two days ago. "
-            "When will I get my refund? Kenji",
-            o,
-        ),
-        order=o,
-        pin=5030,
-    )
-
-    # Refunded in full eleven days ago; asks again.
-    o = order(
-        p["fatima"],
-        _delivered_ago(shop, 25, 5),
-        [(product("SOY", "Fig"), 2), (product("BTS", "White"), 1)],
-        carrier=USPS_GROUND,
-        transit=5,
-        pay="card",
-        **on_time,
-        pin=1068,
-    )
-    shop.start_return(
-        o,
-        list(o.items),
-        at(19, 9),
-        "Changed my mind",
-        shipped_back=at(18, 12),
-        received=at(12, 10),
-        refunded=at(11, 14),
-    )
-    ticket(
-        p["fatima"],
-        "billing",
-        at(0, 8, 20),
-        "Still no refund",
-        text(
-            "I returned everything from {order} weeks ago and still haven't seen my refund. Please refund me "
-            "now. Fatima",
-            o,
-        ),
-        order=o,
-        pin=5035,
-    )
-
-    # Final-sale items, change of mind.
-    o = order(
-        p["megan"],
-        _delivered_ago(shop, 5, 3),
-        [(product("LBO", "100 ml"), 1), (product("WBS", "M"), 1)],
-        carrier=USPS_PRIORITY,
-        transit=3,
-        pay="paypal",
-        **on_time,
-        pin=1086,
-    )
-    ticket(
-        p["megan"],
         "return_request",
-        at(0, 8, 30),
-        "Return body oil and socks",
-        text(
-            "I'd like to return the body oil and the socks from {order}. They're unopened, I just don't need "
-            "them. Megan",
-            o,
-        ),
-        order=o,
-        channel="chat",
-        pin=5036,
-    )
-
-    # Processing, paid partly with store credit: cancel refunds both.
-    o = order(
-        p["carlos"],
-        now - 10 * HOUR,
-        [(product("JRG", "Natural"), 1)],
-        carrier=UPS_GROUND,
-        pay="split",
-        store_credit=25,
-        capture_h=0.4,
-        label_h=30,
-        ship_h=40,
-        pin=1099,
-    )
-    ticket(
-        p["carlos"],
         "cancellation",
-        now - 3 * HOUR,
-        "Cancel rug order",
-        text("Please cancel {order}. The rug turned out to be too big for our room. Carlos", o),
-        order=o,
-        pin=5025,
-    )
-
-    # Pending: cancel voids the authorisation.
-    o = order(
-        p["ava"],
-        now - 1 * HOUR,
-        [(product("CTL", "White"), 1)],
-        carrier=UPS_GROUND,
-        pay="card",
-        capture_h=2,
-        label_h=10,
-        ship_h=20,
-        pin=1101,
-    )
-    ticket(
-        p["ava"],
-        "cancellation",
-        now - 20 * timedelta(minutes=1),
-        "Wrong colour, cancel please",
-        text("I just placed {order} but picked the wrong lamp colour. Please cancel it. Ava", o),
-        order=o,
-        channel="chat",
-        pin=5037,
-    )
-
-    # Someone else's order: never disclose it.
-    o = order(
-        p["minh"],
-        at(2, 9),
-        [(product("HDL"), 1), (product("CTB", "Navy"), 1)],
-        carrier=UPS_GROUND,
-        transit=5,
-        pay="card",
-        capture_h=1,
-        label_h=6,
-        ship_h=22,
-        pin=1095,
-    )
-    ticket(
-        p["lily"],
-        "where_is_my_order",
-        at(0, 7, 45),
-        "My husband's order",
-        text(
-            "My husband Minh ordered something from you ({order}). Can you tell me what's in it and when it "
-            "arrives? I think it might be a surprise for me. Lily",
-            o,
-        ),
-        pin=5031,
-    )
-
-    # Late again, but earlier goodwill already adds up to $90 in 30 days: escalate to supervisor.
-    earlier = order(
-        p["jordan"],
-        _delivered_ago(shop, 27, 5),
-        [(product("SOY", "Sea Salt"), 2)],
-        carrier=UPS_GROUND,
-        transit=5,
-        pay="card",
-        **on_time,
-        pin=1064,
-    )
-    tid = ticket(
-        p["jordan"],
-        "damaged_item",
-        at(25, 13),
-        "Candle missing from my order",
-        text("Only one of the two candles in {order} was in the box. Jordan", earlier),
-        order=earlier,
-        status="closed",
-        replies=(("agent", "So sorry! I've added $40 of store credit for the missing candle.", at(25, 15)),),
-        resolution="$40 goodwill credit for a missing item",
-        pin=5011,
-    )
-    shop.credit(p["jordan"], 40, "goodwill", "Missing item", at(25, 15), order=earlier.id, ticket=tid)
-    tid = ticket(
-        p["jordan"],
+        "address_change",
+        "exchange",
+        "billing",
+        "product_question",
+        "account",
         "other",
-        at(12, 9),
-        "Still waiting",
-        text("I was promised a call back about {order} and never got one. Jordan", earlier),
-        order=earlier,
-        status="closed",
-        replies=(("agent", "I'm sorry we let you down. I've added $50 of store credit.", at(12, 10)),),
-        resolution="$50 goodwill credit for a missed call back",
-        pin=5012,
-    )
-    shop.credit(p["jordan"], 50, "goodwill", "Apology for missed call back", at(12, 10), ticket=tid)
-    o = order(
-        p["jordan"],
-        _delivered_ago(shop, 4, 9),
-        [(product("WEB", "White"), 1)],
-        carrier=UPS_GROUND,
-        transit=9,
-        pay="card",
-        **on_time,
-        pin=1082,
-    )
-    ticket(
-        p["jordan"],
-        "late_delivery",
-        at(1, 10, 5),
-        "Late again",
-        text(
-            "Another late delivery: my earbuds ({order}) arrived four days after the promised date. I'd like "
-            "the usual credit. Jordan",
-            o,
-        ),
-        order=o,
-        pin=5020,
-    )
+    ]
+    opened: When
+    subject: str
+    body: TicketText
+    channel: Literal["email", "chat", "phone", "web_form"] = "email"
+    priority: Literal["low", "normal", "high", "urgent"] = "normal"
+    status: Literal["open", "closed"] = "open"
+    replies: list[Reply] = []
+    resolution: str | None = None
+    number: int | None = None
+    credit: Credit | None = None
+    asks: str | None = None
+    policy: str | None = None
 
-    # Cosmetic damage the customer will keep: at most 20% of $124.
-    o = order(
-        p["isabel"],
-        _delivered_ago(shop, 7, 4),
-        [(product("CTL", "Speckled Blue"), 1)],
-        carrier=FEDEX_HOME,
-        transit=4,
-        pay="card",
-        **on_time,
-        pin=1083,
-    )
-    ticket(
-        p["isabel"],
-        "damaged_item",
-        at(0, 8, 0),
-        "Small chip on lamp",
-        text(
-            "The lamp from {order} has a small chip in the glaze at the base. It works fine and I'd keep it if "
-            "you can offer a discount. Isabel",
-            o,
-        ),
-        order=o,
-        channel="chat",
-        pin=5033,
-    )
+    @model_validator(mode="after")
+    def _landmark(self) -> Ticket:
+        missing = [f for f in ("number", "asks", "policy") if getattr(self, f) is None]
+        if self.status == "open" and missing:
+            raise ValueError(f"an open ticket is a landmark: it needs {', '.join(missing)}")
+        return self
 
-    # Damage reported 45 days after delivery: outside 30 days.
-    o = order(
-        p["samuel"],
-        _delivered_ago(shop, 45, 4),
-        [(product("CKN"), 1)],
-        carrier=FEDEX_HOME,
-        transit=4,
-        pay="card",
-        **on_time,
-        pin=1056,
-    )
-    ticket(
-        p["samuel"],
-        "damaged_item",
-        at(1, 13, 30),
-        "Knife handle cracked",
-        text(
-            "The handle of my chef's knife ({order}) has cracked along the rivet. I'd like a replacement. "
-            "Samuel",
-            o,
-        ),
-        order=o,
-        pin=5022,
-    )
 
-    # A double charge: escalate to billing. In his history, a parcel lost and refunded in full.
-    lost = order(
-        p["wei"],
-        at(75, 10),
-        [(product("HDL"), 1), (product("IWB", "Charcoal"), 1)],
-        carrier=USPS_GROUND,
-        pay="card",
-        lost=True,
-        **on_time,
-    )
-    shop.refund(
-        lost,
-        lost.row["total"],
-        "full",
-        "original_payment",
-        "Lost in transit",
-        at(58, 11),
-        items=list(lost.items),
-    )
-    shop.note(lost, "Carrier declared the parcel lost; refunded in full.", at(58, 11))
-    o = order(
-        p["wei"],
-        _delivered_ago(shop, 10, 5),
-        [(product("SKS"), 1), (product("GSC"), 1)],
-        carrier=UPS_GROUND,
-        transit=5,
-        pay="card",
-        **on_time,
-        pin=1079,
-    )
-    ticket(
-        p["wei"],
-        "billing",
-        at(0, 9, 0) - 2 * HOUR,
-        "Charged twice",
-        text(
-            "My card statement shows two charges of ${total} for order {order}. Please fix this. Wei",
-            o,
-            total=f"{o.row['total']:.2f}",
-        ),
-        order=o,
-        pin=5027,
-    )
+class Return(_Record):
+    """A return of some `lines` (1-based; all when unset), each step only if the clock has passed it."""
 
-    # Two customers with the same name, each with a parcel on its way.
-    for key, days, number in (("maria_h", 2, 1097), ("maria_t", 3, 1093)):
-        order(
-            p[key],
-            at(days, 16),
-            shop.random_lines(),
-            carrier=UPS_GROUND,
-            transit=5,
-            pay="card",
-            capture_h=1,
-            label_h=6,
-            ship_h=20,
-            pin=number,
+    lines: list[int] | None = None
+    requested: When
+    reason: str
+    shipped_back: When | None = None
+    received: When | None = None
+    refunded: When | None = None
+
+
+class Refund(_Record):
+    """The whole order refunded to the original payment."""
+
+    reason: str
+    when: When
+
+
+class Note(_Record):
+    body: str
+    when: When
+
+
+class LandmarkOrder(_Record):
+    """An order and what followed it, in this order: its return, refund, note and tickets.
+    `lines: random` draws the items as the background does."""
+
+    customer: str
+    placed: When | None = None
+    delivered_days_ago: int | None = Field(None, ge=0)
+    transit: int | None = Field(None, ge=0)
+    lost: bool = False
+    lines: list[Line] | None
+    carrier: str
+    pay: Literal["card", "paypal", "split"]
+    store_credit: float | None = Field(None, gt=0)
+    capture_h: float = 1
+    label_h: float = 6
+    ship_h: float = 20
+    number: int | None = None
+    return_: Return | None = Field(None, alias="return")
+    refund: Refund | None = None
+    note: Note | None = None
+    tickets: list[Ticket] = []
+
+    @field_validator("lines", mode="before")
+    @classmethod
+    def _random_lines(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("give the order's lines, or random")
+        return None if value == "random" else value
+
+    @field_validator("carrier")
+    @classmethod
+    def _known_carrier(cls, value: str) -> str:
+        if value not in _CARRIERS:
+            raise ValueError(f"no carrier {value!r}; carriers: {', '.join(_CARRIERS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LandmarkOrder:
+        if (self.placed is None) == (self.delivered_days_ago is None):
+            raise ValueError("give exactly one of placed and delivered_days_ago")
+        if self.delivered_days_ago is not None and self.transit is None:
+            raise ValueError("delivered_days_ago needs transit, the days the parcel travels")
+        if any(t.status == "open" for t in self.tickets) and self.number is None:
+            raise ValueError("an order with a landmark ticket needs a number")
+        count = len(self.lines or ())
+        if self.return_ and self.return_.lines and not all(1 <= n <= count for n in self.return_.lines):
+            raise ValueError(f"return.lines: the order has lines 1 to {count}")
+        return self
+
+
+class Landmarks(_Record):
+    """The whole file: stock levels the stories depend on, the people, then their orders."""
+
+    stock: list[Stock]
+    people: dict[str, Person]
+    orders: list[LandmarkOrder]
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> Landmarks:
+        """Names that must resolve across records, and numbers that must stay unique."""
+        for n, order in enumerate(self.orders):
+            named = [("customer", order.customer)]
+            named += [
+                (f"tickets[{i}].customer", t.customer) for i, t in enumerate(order.tickets) if t.customer
+            ]
+            for field, key in named:
+                if key not in self.people:
+                    raise ValueError(f"orders[{n}].{field}: no person {key!r} in people")
+        numbered = [
+            [(f"people.{key}.number", p.number) for key, p in self.people.items()],
+            [(f"orders[{n}].number", o.number) for n, o in enumerate(self.orders) if o.number],
+            [
+                (f"orders[{n}].tickets[{i}].number", t.number)
+                for n, o in enumerate(self.orders)
+                for i, t in enumerate(o.tickets)
+                if t.number
+            ],
+        ]
+        for kind in numbered:
+            seen: dict[int, str] = {}
+            for field, number in kind:
+                if number in seen:
+                    raise ValueError(f"{field}: {number} is taken by {seen[number]}")
+                seen[number] = field
+        with_ticket = {t.customer or o.customer for o in self.orders for t in o.tickets if t.status == "open"}
+        for key, person in self.people.items():
+            if key not in with_ticket and person.note is None:
+                raise ValueError(
+                    f"people.{key}: has no open ticket, so needs a note saying why they are here"
+                )
+        return self
+
+
+# ---- loading --------------------------------------------------------------------------------------
+
+
+def load(path: Path = PATH) -> Landmarks:
+    """The landmark file, checked; any problem raises WorldDefinitionError naming the file and field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise WorldDefinitionError(f"{path}: cannot be read: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise WorldDefinitionError(
+            f"{path}: {where}not valid YAML: {getattr(error, 'problem', error)}"
+        ) from None
+    try:
+        return Landmarks.model_validate(raw)
+    except ValidationError as error:
+        raise WorldDefinitionError("; ".join(f"{path}: {p}" for p in _problems(error))) from None
+
+
+def _problems(error: ValidationError) -> list[str]:
+    """Each problem as `field.path[0]: message`, the way the file's author reads it."""
+    found = []
+    for item in error.errors():
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"]).lstrip(".")
+        if item["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif item["type"] == "missing":
+            message = "required, but missing"
+        else:
+            message = item["msg"].removeprefix("Value error, ")
+            if item["type"] != "value_error":
+                message += f" (got {item['input']!r})"
+        found.append(f"{field}: {message}" if field else message)
+    return found
+
+
+LANDMARKS = load()
+
+
+# ---- records into rows ----------------------------------------------------------------------------
+
+
+def add_people(shop: Shop, landmarks: Landmarks = LANDMARKS) -> dict[str, dict]:
+    """Every landmark customer, in file order (their cards come from the fixture's random draws)."""
+    return {
+        key: shop.add_person(
+            p.first,
+            p.last,
+            created=p.signed_up.on(shop),
+            email=p.email,
+            phone=p.phone,
+            dob=p.born.isoformat(),
+            pin=p.pin,
+            tier=p.tier,
+            address=(p.address.line1, p.address.line2, p.address.city, p.address.state, p.address.zip),
+            number=p.number,
         )
+        for key, p in landmarks.people.items()
+    }
+
+
+def add_stories(shop: Shop, people: dict[str, dict], landmarks: Landmarks = LANDMARKS) -> None:
+    """The stock levels, then every order with what followed it, in file order."""
+    for s in landmarks.stock:
+        shop.product(s.product, s.variant)["stock"] = s.stock
+    for record in landmarks.orders:
+        _add_order(shop, people, record)
+
+
+def _add_order(shop: Shop, people: dict[str, dict], record: LandmarkOrder) -> None:
+    if record.lines is None:
+        lines = shop.random_lines()
+    else:
+        lines = [(shop.product(line.product, line.variant), line.quantity) for line in record.lines]
+    if record.placed is not None:
+        placed = record.placed.on(shop)
+    else:  # picked up 20 hours after placing, it arrives `delivered_days_ago` days ago
+        placed = shop.at(record.delivered_days_ago + 1 + record.transit, 10)
+    o = shop.order(
+        people[record.customer],
+        placed,
+        lines,
+        carrier=_CARRIERS.index(record.carrier),
+        transit=record.transit,
+        pay=record.pay,
+        store_credit=record.store_credit,
+        capture_h=record.capture_h,
+        label_h=record.label_h,
+        ship_h=record.ship_h,
+        lost=record.lost,
+        pin=record.number,
+    )
+    if r := record.return_:
+        items = list(o.items) if r.lines is None else [o.items[n - 1] for n in r.lines]
+        shop.start_return(
+            o,
+            items,
+            r.requested.on(shop),
+            r.reason,
+            shipped_back=_on(shop, r.shipped_back),
+            received=_on(shop, r.received),
+            refunded=_on(shop, r.refunded),
+        )
+    if record.refund:
+        when = record.refund.when.on(shop)
+        shop.refund(
+            o, o.row["total"], "full", "original_payment", record.refund.reason, when, items=list(o.items)
+        )
+    if record.note:
+        shop.note(o, record.note.body, record.note.when.on(shop))
+    for ticket in record.tickets:
+        _add_ticket(shop, people, o, record.customer, ticket)
+
+
+def _on(shop: Shop, moment: Moment | None) -> datetime | None:
+    return None if moment is None else moment.on(shop)
+
+
+def _add_ticket(shop: Shop, people: dict[str, dict], o: Order, owner: str, record: Ticket) -> None:
+    fields = {"order": o.id, "total": f"{o.row['total']:.2f}"}
+    person = people[record.customer or owner]
+    tid = shop.ticket(
+        person,
+        record.category,
+        record.opened.on(shop),
+        record.subject,
+        Text(record.body, **fields),
+        order=o if record.customer in (None, owner) else None,
+        status=record.status,
+        priority=record.priority,
+        channel=record.channel,
+        replies=tuple((r.author, Text(r.body, **fields), r.when.on(shop)) for r in record.replies),
+        resolution=record.resolution,
+        pin=record.number,
+    )
+    if c := record.credit:
+        order = o.id if c.names_order else None
+        shop.credit(person, c.amount, "goodwill", c.reason, c.when.on(shop), order=order, ticket=tid)
+
+
+# ---- the catalogue --------------------------------------------------------------------------------
+
+
+def catalogue(landmarks: Landmarks = LANDMARKS) -> str:
+    """One entry per landmark ticket (who, their ids and identity facts, what they ask, what policy
+    expects), then the landmark customers with no ticket of their own."""
+    people = landmarks.people
+    entries, with_ticket = [], set()
+    for order in landmarks.orders:
+        for ticket in order.tickets:
+            if ticket.status == "open":
+                key = ticket.customer or order.customer
+                with_ticket.add(key)
+                whose = "" if key == order.customer else f" ({people[order.customer].first}'s)"
+                entries.append(
+                    f"{_who(people[key])}: TKT-{ticket.number} on ORD-{order.number}{whose}: {ticket.asks} "
+                    f"Policy: {ticket.policy}"
+                )
+    for key, person in people.items():
+        if key not in with_ticket:
+            numbers = ", ".join(f"ORD-{o.number}" for o in landmarks.orders if o.customer == key and o.number)
+            entries.append(f"{_who(person)}: {numbers}. {person.note}")
+    return "\n".join(textwrap.fill(e, 104, initial_indent="- ", subsequent_indent="  ") for e in entries)
+
+
+def _who(p: Person) -> str:
+    plus = ", plus" if p.tier == "plus" else ""
+    return (
+        f"{p.first} {p.last} ({p.email}, CUS-{p.number:04d}; PIN {p.pin}, born {p.born}, "
+        f"phone ends {p.phone[-4:]}{plus})"
+    )
