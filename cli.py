@@ -50,6 +50,34 @@ app.add_typer(world_app, name="world")
 out = Console()
 err = Console(stderr=True)
 
+# Options several commands share, defined once so they read and behave the same everywhere.
+SuiteOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Eval suite folder; default harness.yaml's suite, else evals/<world> above the harness."
+    ),
+]
+ModelOption = Annotated[
+    str | None, typer.Option(help="Agent model (any litellm name); default $ATOLL_MODEL, else the harness's.")
+]
+ConcurrencyOption = Annotated[
+    int, typer.Option(help="Episodes in flight at once (a local model runs one at a time).")
+]
+ReuseOption = Annotated[
+    bool,
+    typer.Option(
+        "--reuse/--no-reuse", help="Reuse episodes already stored for the same harness, model and task."
+    ),
+]
+ClockOption = Annotated[str, typer.Option(help="fixed, tick, wall, or fixed@YYYY-MM-DD HH:MM:SS.")]
+HostOption = Annotated[str, typer.Option(help="Address to bind; anything but loopback needs --token.")]
+TokenOption = Annotated[
+    str | None, typer.Option(envvar="ATOLL_TOKEN", help="Bearer token every HTTP request must carry.")
+]
+SessionsOption = Annotated[int, typer.Option(help="Most sessions (instances) alive at once.")]
+IdleOption = Annotated[float, typer.Option(help="Seconds after which an idle session is closed.")]
+
+
 USAGE_ERROR = 2  # as worlds.USAGE_ERROR, without importing it for `--help`
 
 
@@ -182,7 +210,7 @@ def world_call(
         str, typer.Option("--args", help='Arguments as a JSON object, e.g. \'{"order_id": "ORD-1001"}\'.')
     ] = "{}",
     seed: Annotated[int, typer.Option(help="Instance seed: picks the ids that tools generate.")] = 0,
-    clock: Annotated[str, typer.Option(help="fixed, tick, wall, or fixed@YYYY-MM-DD HH:MM:SS.")] = "fixed",
+    clock: ClockOption = "fixed",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result and diff as JSON.")] = False,
 ) -> None:
     """Call one tool on a fresh instance of a fixture; print its result and the world diff.
@@ -230,16 +258,9 @@ def try_(
     task: Annotated[
         str | None, typer.Option(help="Run an eval task instead (its fixture, user and grade).")
     ] = None,
-    suite: Annotated[
-        Path | None,
-        typer.Option(
-            help="With --task: the suite; default harness.yaml's suite, else evals/<world> above the harness."
-        ),
-    ] = None,
+    suite: SuiteOption = None,
     fixture: Annotated[str, typer.Option(help="The world fixture to start from.")] = "small_shop",
-    model: Annotated[
-        str | None, typer.Option(help="Model (any litellm name); default $ATOLL_MODEL, else the harness's.")
-    ] = None,
+    model: ModelOption = None,
     seed: Annotated[int, typer.Option(help="Instance seed and sample index.")] = 0,
     reply: Annotated[
         list[str] | None, typer.Option("--reply", help="A follow-up user message (repeatable, in order).")
@@ -291,29 +312,17 @@ def eval_(
     harness: Annotated[
         Path | None, typer.Argument(help="The harness folder, e.g. `harnesses/support_agent`.")
     ] = None,
-    suite: Annotated[
-        Path | None,
-        typer.Option(
-            help="Eval suite folder; default harness.yaml's suite, else evals/<world> above the harness."
-        ),
-    ] = None,
+    suite: SuiteOption = None,
     split: Annotated[str | None, typer.Option(help="train, val or test; default all tasks.")] = None,
     k: Annotated[
         int | None, typer.Option("-k", help="Seeds per task (pass^k is reported); default each task's own.")
     ] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Agent model; default $ATOLL_MODEL, else the harness's.")
-    ] = None,
-    concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 8,
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 8,
     resume: Annotated[
         str | None, typer.Option(help="Finish an interrupted eval run (id or `latest`).")
     ] = None,
-    reuse: Annotated[
-        bool,
-        typer.Option(
-            "--reuse/--no-reuse", help="Reuse episodes already stored for the same harness, model and task."
-        ),
-    ] = True,
+    reuse: ReuseOption = True,
 ) -> None:
     """Score a harness on an eval suite, graded by state diffs; prints per-task and overall scores
     and stores every episode (see `optimize runs` and `optimize show`).
@@ -404,16 +413,8 @@ def run(
     harness: Annotated[
         Path, typer.Argument(help="The harness folder to improve, e.g. `harnesses/support_agent`.")
     ],
-    suite: Annotated[
-        Path | None,
-        typer.Option(
-            help="Eval suite folder; default harness.yaml's suite, else evals/<world> above the harness."
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(help="Agent model (any litellm name); default $ATOLL_MODEL, else the harness's."),
-    ] = None,
+    suite: SuiteOption = None,
+    model: ModelOption = None,
     proposer_model: Annotated[
         str | None, typer.Option(help="Model for the LLM proposer; without it only LLM-free operators run.")
     ] = None,
@@ -449,7 +450,7 @@ def run(
             "(entry point group atoll.operators); default all.",
         ),
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 4,
+    concurrency: ConcurrencyOption = 4,
     branch: Annotated[
         str | None, typer.Option(help="Commit accepted variants on this branch instead of the current one.")
     ] = None,
@@ -460,12 +461,7 @@ def run(
     resume: Annotated[
         str | None, typer.Option(help="Resume an interrupted or paused run by id (or `latest`).")
     ] = None,
-    reuse: Annotated[
-        bool,
-        typer.Option(
-            "--reuse/--no-reuse", help="Reuse episodes already stored for the same harness, model and task."
-        ),
-    ] = True,
+    reuse: ReuseOption = True,
 ) -> None:
     """Optimize a harness: propose variants, test each against the incumbent, commit only real wins.
 
@@ -565,15 +561,8 @@ def gate(
             help="Compare with a stored result (--json or --save-baseline output) instead of a ref."
         ),
     ] = None,
-    suite: Annotated[
-        Path | None,
-        typer.Option(
-            help="Eval suite folder; default harness.yaml's suite, else evals/<world> above the harness."
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Agent model; default $ATOLL_MODEL, else the harness's.")
-    ] = None,
+    suite: SuiteOption = None,
+    model: ModelOption = None,
     split: Annotated[str, typer.Option(help="Which split to score: train, val or test.")] = "val",
     k: Annotated[
         int | None, typer.Option("-k", help="Seeds per task; default each task's own seeds.")
@@ -585,7 +574,7 @@ def gate(
     max_error_rate: Annotated[
         float, typer.Option(help="Above this share of errored episodes: exit 3.")
     ] = 0.2,
-    concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 8,
+    concurrency: ConcurrencyOption = 8,
     junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here (one test case per task).")] = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write the full report as JSON here.")
@@ -593,12 +582,7 @@ def gate(
     save_baseline: Annotated[
         Path | None, typer.Option(help="Save the candidate's result as a baseline file.")
     ] = None,
-    reuse: Annotated[
-        bool,
-        typer.Option(
-            "--reuse/--no-reuse", help="Reuse episodes already stored for the same harness, model and task."
-        ),
-    ] = True,
+    reuse: ReuseOption = True,
     accept_suite_changes: Annotated[
         bool,
         typer.Option(
@@ -743,21 +727,15 @@ def mcp_command(
         str, typer.Option("--fixture", "-f", help="Fixture every session starts from, e.g. `small_shop`.")
     ],
     seed: Annotated[int, typer.Option(help="Instance seed: picks the ids that tools generate.")] = 0,
-    clock: Annotated[str, typer.Option(help="fixed, tick, wall, or fixed@YYYY-MM-DD HH:MM:SS.")] = "fixed",
+    clock: ClockOption = "fixed",
     http: Annotated[
         bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
     ] = False,
-    host: Annotated[
-        str, typer.Option(help="Address for --http; anything but loopback needs --token.")
-    ] = "127.0.0.1",
+    host: HostOption = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for --http.")] = 8765,
-    token: Annotated[
-        str | None, typer.Option(envvar="ATOLL_TOKEN", help="Bearer token every HTTP request must carry.")
-    ] = None,
-    max_sessions: Annotated[int, typer.Option(help="Most sessions (instances) alive at once.")] = 256,
-    idle_timeout: Annotated[
-        float, typer.Option(help="Seconds after which an idle HTTP session is closed.")
-    ] = 600.0,
+    token: TokenOption = None,
+    max_sessions: SessionsOption = 256,
+    idle_timeout: IdleOption = 600.0,
 ) -> None:
     """Serve a world's tools over MCP, one private instance per session.
 
@@ -794,20 +772,12 @@ def serve_command(
         typer.Option("--fixture", "-f", help="Default fixture for resets that name none (with one --world)."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Default instance seed.")] = 0,
-    clock: Annotated[
-        str, typer.Option(help="Default clock: fixed, tick, wall, or fixed@YYYY-MM-DD HH:MM:SS.")
-    ] = "fixed",
-    host: Annotated[
-        str, typer.Option(help="Address to bind; anything but loopback needs --token.")
-    ] = "127.0.0.1",
+    clock: ClockOption = "fixed",
+    host: HostOption = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
-    token: Annotated[
-        str | None, typer.Option(envvar="ATOLL_TOKEN", help="Bearer token every request must carry.")
-    ] = None,
-    max_sessions: Annotated[int, typer.Option(help="Most sessions (instances) alive at once.")] = 256,
-    idle_timeout: Annotated[
-        float, typer.Option(help="Seconds after which an idle session is closed.")
-    ] = 600.0,
+    token: TokenOption = None,
+    max_sessions: SessionsOption = 256,
+    idle_timeout: IdleOption = 600.0,
 ) -> None:
     """Serve worlds over HTTP and WebSocket (OpenEnv-compatible), with a web console at /.
 
