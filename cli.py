@@ -54,7 +54,7 @@ err = Console(stderr=True)
 SuiteOption = Annotated[
     Path | None,
     typer.Option(
-        help="Eval suite folder; default harness.yaml's suite, else evals/<world> above the harness."
+        help="Eval suite folder; default harness.yaml's suite, else evals/WORLD in the nearest folder above the harness."
     ),
 ]
 ModelOption = Annotated[
