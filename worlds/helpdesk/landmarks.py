@@ -32,6 +32,7 @@ from worlds import WorldDefinitionError
 
 from . import data
 from .shop import Order, Shop, Text
+from .tools._common import TicketCategory
 
 PATH = Path(__file__).with_name("landmarks.yaml")
 
@@ -167,19 +168,7 @@ class Ticket(_Record):
     real helpdesk holds). An open ticket is a landmark: it needs `number`, `asks` and `policy`."""
 
     customer: str | None = None
-    category: Literal[
-        "damaged_item",
-        "late_delivery",
-        "where_is_my_order",
-        "return_request",
-        "cancellation",
-        "address_change",
-        "exchange",
-        "billing",
-        "product_question",
-        "account",
-        "other",
-    ]
+    category: TicketCategory
     opened: When
     subject: str
     body: TicketText
