@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -83,7 +84,8 @@ USAGE_ERROR = 2  # as worlds.USAGE_ERROR, without importing it for `--help`
 
 def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     """One clear line on stderr and a non-zero exit, no traceback."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)  # paths stay whole
+    # Escaped: error text (a YAML path like agents[desk], a provider's message) is not markup.
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)  # paths stay whole
     raise typer.Exit(code)
 
 

@@ -57,8 +57,9 @@ agents:
 - `guards.preconditions`: a tool with `requires` in tools.yaml is refused (error type
   `precondition_refused`, no world call) until one of the required tools has succeeded earlier
   in the episode; the observation names them.
-- `guards.look_first`: the first reply an agent makes before calling any tool is held back, once,
-  and the agent is told to check the facts with a tool first (a `notice` event keeps the reply).
+- `guards.look_first`: the first reply an agent with tools makes before calling any of them is held
+  back, once, and the agent is told to check the facts with a tool first (a `notice` event keeps
+  the reply); never on the last turn, where holding it back would leave no reply at all.
 
 `Episode.patterns` counts the failures these settings address (see `harnesses._episode`).
 

@@ -190,7 +190,7 @@ class _Run:
             diff=self.instance.diff(),
             stop_reason=stop_reason,
             error=error,
-            usage=self.usage,
+            usage=self.usage + self.user.usage,  # the agent's calls, and a simulated user's
             duration_s=round(time.perf_counter() - self.started, 6),
         )
 
@@ -277,7 +277,13 @@ class _Run:
                 )
                 turns += [AssistantTurn(raw=parsed.raw), ErrorTurn(message)]
                 continue
-            if parsed.reply is not None and agent.guards.look_first and name not in self.looked:
+            if (
+                parsed.reply is not None
+                and agent.guards.look_first
+                and name not in self.looked
+                and agent.specs  # an agent with no tools has nothing to look up
+                and self.usage.model_calls < self.limits.turns  # a turn is left to look, then reply
+            ):
                 # Held back, not shown again: a small model copies its own unfounded answer.
                 self.looked.add(name)
                 notice = "You have not looked anything up yet. Call a tool to check the facts, then reply."

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 from ._episode import Event
+from .models import ModelUsage
 
 
 @runtime_checkable
@@ -13,6 +14,11 @@ class UserSide(Protocol):
     """The person the entry agent talks to: a script, or a simulated user built on a model."""
 
     opening: str
+
+    @property
+    def usage(self) -> ModelUsage:
+        """What its own model calls cost (nothing for a script); the episode's usage includes it."""
+        ...
 
     async def respond(self, events: list[Event]) -> str | None:
         """The next message after the agent's reply (the transcript so far), or None: nothing more."""
@@ -31,6 +37,10 @@ class ScriptedUser:
 
     def __repr__(self) -> str:
         return f"ScriptedUser({self.opening!r}, {len(self._replies)} replies left)"
+
+    @property
+    def usage(self) -> ModelUsage:
+        return ModelUsage()
 
     async def respond(self, events: list[Event]) -> str | None:
         return self._replies.pop(0) if self._replies else None

@@ -139,7 +139,11 @@ class OptimizeResult(BaseModel):
     def _stored_before_usage(cls, data: Any) -> Any:
         """Results stored before `usage` had calls, tokens and cost at the top level (tokens unsplit)."""
         if isinstance(data, dict) and "usage" not in data and "model_calls" in data:
-            usage = {"model_calls": data["model_calls"], "cost_usd": data.get("cost_usd", 0.0)}
+            usage = {
+                "model_calls": data["model_calls"],
+                "prompt_tokens": data.get("tokens", 0),  # the split was not stored; the total is kept
+                "cost_usd": data.get("cost_usd", 0.0),
+            }
             data = {k: v for k, v in data.items() if k not in ("model_calls", "tokens", "cost_usd")}
             data["usage"] = usage
         return data

@@ -42,7 +42,7 @@ from ._config import (
 )
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, held_out_leak, unified_patch
 from ._records import Records
-from ._registry import make_operators
+from ._registry import check_proposer, make_operators
 from ._screen import ScreenRecord, race, race_order
 from ._strategy import STRATEGIES, ParentStrategy
 from .stats import Decision, PairedScores, decide
@@ -148,6 +148,8 @@ class Optimization:
             model = get_model(model_name, cache=ResponseCache.default())
         self.model: Model = model
         self.proposers = proposers if proposers is not None else self._proposers()
+        for proposer in self.proposers:
+            check_proposer(proposer)
         self.strategy = strategy or STRATEGIES[config.strategy]
         self.status = OptimizerStatus(run_id=run_id, max_proposals=config.max_proposals)
         self.started = time.monotonic()

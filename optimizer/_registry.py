@@ -7,12 +7,15 @@ is one `--operator NAME` away without forking Atoll:
     shorten_prompt = "my_package.operators:ShortenPrompt"
 
 An entry point names a class (or any callable) that makes a Proposer; its name is the operator's.
+A plug-in is imported only when a run names it: a default run uses Atoll's own operators.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from importlib.metadata import entry_points
+
+from harnesses.models import ModelUsage
 
 from ._config import OptimizerError
 from ._operators import default_operators
@@ -32,47 +35,71 @@ def register_operator(name: str, factory: OperatorFactory) -> None:
 
 
 def operator_names() -> list[str]:
-    """Every operator a run can name: Atoll's own first, then registered, then installed plug-ins."""
-    return list(_factories())
+    """Every operator a run can name: Atoll's own first, then registered, then installed plug-ins
+    (named from their entry points, not imported)."""
+    return [*_builtin(), *_registered, *_plugins()]
 
 
 def make_operators(names: list[str] | None = None) -> list[Proposer]:
-    """Fresh instances of the named operators, in that order; None: all of them. An unknown name is
-    refused with the list of known ones."""
-    factories = _factories()
+    """Fresh instances of the named operators, in that order; None: Atoll's own (a plug-in runs only
+    when named, so installing a package never changes a default run). A plug-in is imported only when
+    named; an unknown name is refused with the list of known ones."""
     if names is None:
-        names = list(factories)
-    unknown = [name for name in names if name not in factories]
+        return [_made(name, factory) for name, factory in _builtin().items()]
+    known = operator_names()
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise OptimizerError(f"unknown operator(s) {', '.join(unknown)}; operators: {', '.join(factories)}")
-    return [_made(name, factories[name]) for name in names]
+        raise OptimizerError(f"unknown operator(s) {', '.join(unknown)}; operators: {', '.join(known)}")
+    factories = {**_builtin(), **_registered}
+    return [_made(name, factories[name] if name in factories else _load(name)) for name in names]
 
 
 def _builtin() -> dict[str, OperatorFactory]:
     return {operator.name: type(operator) for operator in default_operators()}
 
 
-def _factories() -> dict[str, OperatorFactory]:
-    factories = {**_builtin(), **_registered}
+def _plugins() -> list[str]:
+    """The names installed packages declare, refusing one that clashes with another operator."""
+    taken = {*_builtin(), *_registered}
+    names = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        if point.name in factories:
+        if point.name in taken or point.name in names:
             raise OptimizerError(
                 f"operator plug-in {point.name!r} ({point.value}) clashes with an operator of the same name"
             )
-        try:
-            factories[point.name] = point.load()
-        except Exception as error:  # a broken plug-in is named, whatever it raised on import
-            raise OptimizerError(
-                f"operator plug-in {point.name!r} ({point.value}) does not load: {error}"
-            ) from None
-    return factories
+        names.append(point.name)
+    return names
+
+
+def _load(name: str) -> OperatorFactory:
+    (point,) = entry_points(group=ENTRY_POINT_GROUP, name=name)
+    try:
+        return point.load()
+    except Exception as error:  # a broken plug-in is named, whatever it raised on import
+        raise OptimizerError(f"operator plug-in {name!r} ({point.value}) does not load: {error}") from None
 
 
 def _made(name: str, factory: OperatorFactory) -> Proposer:
-    proposer = factory()
-    if getattr(proposer, "name", None) != name or not callable(getattr(proposer, "propose", None)):
-        raise OptimizerError(
-            f"operator {name!r} made {proposer!r}, which is not a Proposer named {name!r} "
-            "(it needs `name`, `usage` and `async propose(context)`)"
-        )
+    try:
+        proposer = factory()
+    except Exception as error:  # the plug-in's own constructor: named, not a traceback
+        raise OptimizerError(f"operator {name!r} could not be made: {error}") from None
+    if getattr(proposer, "name", None) != name:
+        raise OptimizerError(f"operator {name!r} made {proposer!r}, which is not a Proposer named {name!r}")
+    check_proposer(proposer)
     return proposer
+
+
+def check_proposer(proposer: object) -> None:
+    """Refuse, before a run starts, an object the loop could not use as a Proposer."""
+    if not isinstance(getattr(proposer, "name", None), str) or not callable(
+        getattr(proposer, "propose", None)
+    ):
+        raise OptimizerError(
+            f"{proposer!r} is not a Proposer: it needs a `name` and `async propose(context)`"
+        )
+    if not isinstance(getattr(proposer, "usage", None), ModelUsage):
+        raise OptimizerError(
+            f"proposer {proposer.name!r} declares no `usage` (a harnesses.models.ModelUsage); subclass "
+            "optimizer.Operator for one that calls no model"
+        )

@@ -173,4 +173,4 @@ def test_metrics_and_results_stored_before_the_usage_record_still_read() -> None
     }
     stored |= {"val_start": 0.5, "val_final": 0.5, "model_calls": 12, "tokens": 900, "cost_usd": 0.25}
     result = OptimizeResult.model_validate(stored)
-    assert (result.usage.model_calls, result.usage.cost_usd) == (12, 0.25)
+    assert (result.usage.model_calls, result.usage.total_tokens, result.usage.cost_usd) == (12, 900, 0.25)

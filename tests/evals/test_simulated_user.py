@@ -73,7 +73,8 @@ async def test_a_batch_plays_simulated_users_on_the_user_model(tmp_path: Path) -
         return "Thank you!" if said == 1 else STOP_TOKEN
 
     customer_model = ScriptedModel(fn=customer, name="customer")
-    result = await evaluate_batch(harness(), suite, model=solver(), user_model=customer_model)
+    agent_model = solver()
+    result = await evaluate_batch(harness(), suite, model=agent_model, user_model=customer_model)
     assert [r.passed for r in result.results] == [True, True]
     episode = result.results[0].episode
     assert [e.content for e in episode.events if e.kind == "user"] == [
@@ -82,6 +83,8 @@ async def test_a_batch_plays_simulated_users_on_the_user_model(tmp_path: Path) -
     ]
     assert episode.replies[-1] == "You're welcome."
     assert {r.sample for r in customer_model.requests} == {0, 1} and len(customer_model.requests) == 4
+    agent_calls = len(agent_model.requests) // 2  # two identical episodes
+    assert episode.usage.model_calls == agent_calls + 2, "the customer's calls count in the episode's spend"
 
 
 def test_a_task_with_scripted_replies_gets_the_scripted_user(tmp_path: Path) -> None:

@@ -323,6 +323,13 @@ async def test_a_reply_before_any_lookup_is_held_back_once_with_look_first(proto
     assert ep.reply == "C1 is Ada." and ep.patterns["unlooked_reply"] == 1
 
 
+async def test_look_first_never_holds_back_a_reply_made_on_the_last_turn() -> None:
+    # Holding it back there would end the episode at the turn limit with no reply at all.
+    model = ScriptedModel([" not an action", say("C1 is Customer 1.")])
+    ep = await episode(levers(turns=2, guards={"look_first": True}), model, "Who is C1?")
+    assert (ep.stop_reason, ep.reply) == ("reply", "C1 is Customer 1.")
+
+
 @pytest.mark.parametrize("protocol", ["text", "native"])
 async def test_the_last_model_turn_comes_with_a_reminder_to_reply(protocol: str) -> None:
     lookup = (

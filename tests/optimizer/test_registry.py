@@ -80,8 +80,11 @@ def test_an_installed_package_adds_an_operator_that_a_run_can_name_and_commit(
 
 def test_a_broken_or_clashing_plug_in_is_named_with_its_entry_point(site: Path) -> None:
     install(site, "atoll_broken", "oops = atoll_missing_module:Thing")
+    assert "oops" not in [operator.name for operator in make_operators()], (
+        "a default run never imports plug-ins"
+    )
     with pytest.raises(OptimizerError, match=r"plug-in 'oops' \(atoll_missing_module:Thing\) does not load"):
-        make_operators()
+        make_operators(["oops"])
 
 
 def test_an_operator_name_clashing_with_atolls_own_is_refused(site: Path) -> None:
@@ -99,6 +102,23 @@ def test_a_registered_factory_must_make_a_proposer_of_that_name(monkeypatch: pyt
         make_operators(["greedy_by_mistake"])
     with pytest.raises(OptimizerError, match=r"unknown operator\(s\) nope; operators: .*add_demo"):
         make_operators(["nope"])
+
+
+def test_a_proposer_that_declares_no_usage_is_refused_before_the_run_starts(tmp_path: Path) -> None:
+    class NoUsage:
+        name = "no_usage"
+
+        async def propose(self, context):
+            return None
+
+    root = make_workspace(tmp_path / "repo", prompt="You keep notes on orders.\n", val=list(range(7, 13)))
+    config = OptimizeConfig(harness=root / "h", suite=root / "s", max_proposals=1, max_minutes=None)
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        with pytest.raises(OptimizerError, match="declares no `usage`.*subclass optimizer.Operator"):
+            asyncio.run(optimize(config, store=store, model=ScriptedModel(fn=agent), proposers=[NoUsage()]))
+    finally:
+        store.close()
 
 
 def test_a_parent_strategy_of_ones_own_is_asked_for_every_proposal(tmp_path: Path) -> None:
