@@ -108,12 +108,6 @@ def _print_json(payload: Any) -> None:
     typer.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
 
 
-def _load_world(name: str):
-    from worlds import get_world
-
-    return get_world(name)
-
-
 @world_app.command("list")
 def world_list() -> None:
     """List the worlds shipped with Atoll.
@@ -149,7 +143,9 @@ def world_show(
 
     Example: `optimize world show helpdesk`
     """
-    world = _load_world(name)
+    from worlds import get_world
+
+    world = get_world(name)
     counts = {fixture: world.load_fixture(fixture).row_counts for fixture in world.fixtures}
     if as_json:
         _print_json(
@@ -219,9 +215,9 @@ def world_call(
 
     Example: `optimize world call helpdesk small_shop get_order --args '{"order_id": "ORD-1001"}'`
     """
-    from worlds import Clock
+    from worlds import Clock, get_world
 
-    world = _load_world(world_name)
+    world = get_world(world_name)
     if tool not in world.tools:
         fail(f"world {world.name!r} has no tool {tool!r}; tools: {', '.join(world.tools)}")
     try:
@@ -743,9 +739,10 @@ def mcp_command(
 
     Example: `optimize mcp helpdesk --fixture small_shop` (stdio), or add `--http --port 8765`.
     """
+    from worlds import get_world
     from worlds.serve import run_mcp
 
-    world = _load_world(world_name)
+    world = get_world(world_name)
     try:
         run_mcp(
             world,
@@ -785,7 +782,7 @@ def serve_command(
 
     Example: `optimize serve --world helpdesk --fixture small_shop`, then open http://127.0.0.1:8000/
     """
-    from worlds import Clock
+    from worlds import Clock, get_world
     from worlds.serve import ResetRequest, check_bind, run_server
 
     try:
@@ -795,7 +792,7 @@ def serve_command(
     if fixture and len(worlds or []) != 1:
         fail("--fixture sets the default instance, so name exactly one --world with it")
     for name in worlds or []:
-        world = _load_world(name)
+        world = get_world(name)
         if fixture and fixture not in world.fixtures:
             fail(f"world {world.name!r} has no fixture {fixture!r}; it has: {', '.join(world.fixtures)}")
     try:
