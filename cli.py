@@ -238,7 +238,7 @@ def world_call(
     if as_json:
         _print_json({"result": result.model_dump(), "diff": diff.model_dump()})
     else:
-        from worlds.render import render_diff, render_value
+        from views.world_diff import render_diff, render_value
 
         if result.ok:
             out.print(render_value(result.value, title=f"{tool} → result"))
@@ -276,8 +276,10 @@ def try_(
     """
     import asyncio
 
-    from evals import grade_episode, load_suite, render_grade, suite_for, user_for
-    from harnesses import load_harness, render_episode, try_episode
+    from evals import grade_episode, load_suite, suite_for, user_for
+    from harnesses import load_harness, try_episode
+    from views.episode import render_episode
+    from views.evals import render_grade
 
     if (message is None) == (task is None):
         fail("give --message TEXT or --task ID (one of them)")
@@ -327,16 +329,10 @@ def eval_(
 
     Example: `optimize eval harnesses/support_agent --split val -k 3`
     """
-    from evals import (
-        RunStore,
-        evaluate,
-        new_run_id,
-        progress_bar,
-        render_result,
-        suite_for,
-    )
+    from evals import RunStore, evaluate, new_run_id, suite_for
     from evals import resume as resume_run
     from harnesses import load_harness
+    from views.evals import progress_bar, render_eval_result
 
     if harness is None and resume is None:
         fail("name a harness folder (e.g. harnesses/support_agent) or --resume RUN")
@@ -368,7 +364,7 @@ def eval_(
             saved = run_id is not None and store.has_run(run_id)
         resume_with = f"; resume with: optimize eval --resume {run_id}" if saved else ""
         fail(f"interrupted{resume_with}", code=130)
-    out.print(render_result(result))
+    out.print(render_eval_result(result))
 
 
 @app.command("runs")
@@ -382,7 +378,8 @@ def runs(
 
     Example: `optimize runs --kind eval`
     """
-    from evals import RunStore, render_runs
+    from evals import RunStore
+    from views.evals import render_runs
 
     with RunStore() as store:
         out.print(render_runs(store.runs(limit=limit, kind=kind)))
@@ -400,7 +397,8 @@ def show(
 
     Example: `optimize show latest refund-damaged-blender`
     """
-    from evals import RunStore, render_run
+    from evals import RunStore
+    from views.evals import render_run
 
     with RunStore() as store:
         out.print(render_run(store, run_ref, task, seed))
@@ -476,16 +474,8 @@ def run(
     from pydantic import ValidationError
     from rich.live import Live
 
-    from optimizer import (
-        AcceptanceRule,
-        OptimizeConfig,
-        OptimizerEvent,
-        OptimizerPaused,
-        event_line,
-        optimize,
-        render_result,
-        render_status,
-    )
+    from optimizer import AcceptanceRule, OptimizeConfig, OptimizerEvent, OptimizerPaused, optimize
+    from views.optimize import event_line, render_optimize_result, render_status
 
     try:
         config = OptimizeConfig(
@@ -542,7 +532,7 @@ def run(
         except KeyboardInterrupt:
             resume_with = f"; resume with: optimize run {harness} --resume {run_ids[0]}" if run_ids else ""
             fail(f"interrupted{resume_with}", code=130)
-    out.print(render_result(result))
+    out.print(render_optimize_result(result))
 
 
 @app.command("gate")
@@ -603,16 +593,9 @@ def gate(
 
     from pydantic import ValidationError
 
-    from optimizer import (
-        GateConfig,
-        append_step_summary,
-        gate_progress,
-        render_gate,
-        run_gate,
-        write_json,
-        write_junit,
-    )
+    from optimizer import GateConfig, run_gate, write_json
     from optimizer import save_baseline as store_baseline
+    from views.gate import append_step_summary, gate_progress, render_gate, write_junit
 
     try:
         config = GateConfig(
@@ -668,7 +651,8 @@ def diff(
     Example: `optimize diff main worktree --harness harnesses/support_agent`
     """
     from evals import RunStore
-    from optimizer import render_comparison, resolve_side
+    from optimizer import resolve_side
+    from views.compare import render_comparison
 
     with RunStore() as store:
         left, right = resolve_side(a, harness, store), resolve_side(b, harness, store)
@@ -690,7 +674,7 @@ def report(
     Example: `optimize report latest --html report.html`
     """
     from evals import RunStore
-    from optimizer import render_report, write_html_report
+    from views.report import render_report, write_html_report
 
     with RunStore() as store:
         out.print(render_report(store, run_ref))
@@ -708,7 +692,8 @@ def history_(
 
     Example: `optimize history harnesses/support_agent`
     """
-    from optimizer import history, render_history
+    from optimizer import history
+    from views.history import render_history
 
     if as_json:
         _print_json([entry.model_dump() for entry in history(harness, limit=limit)])

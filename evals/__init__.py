@@ -17,15 +17,6 @@ from ._batch import (
 )
 from ._graders import grade_episode, replay_reference
 from ._locate import suite_for
-from ._render import (
-    progress_bar,
-    render_episode_result,
-    render_grade,
-    render_result,
-    render_run,
-    render_runs,
-    render_summary,
-)
 from ._store import (
     DEFAULT_RUNS_DB,
     RUNS_DB_ENV,
@@ -93,13 +84,6 @@ __all__ = [
     "passes",
     "plan_batch",
     "process_owner",
-    "progress_bar",
-    "render_episode_result",
-    "render_grade",
-    "render_result",
-    "render_run",
-    "render_runs",
-    "render_summary",
     "replay_reference",
     "resume",
     "resume_batch",

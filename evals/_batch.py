@@ -16,7 +16,7 @@ again by the current suite instead of being played. The response cache would rep
 too, but would still pay for the prompts, tool calls and the world; reuse skips all of it.
 
 Progress is reported through `on_progress`, called after each episode: pass a rich progress bar
-(`evals.progress_bar`) for people, nothing for the optimizer and the Python API.
+(`views.evals.progress_bar`) for people, nothing for the optimizer and the Python API.
 """
 
 from __future__ import annotations

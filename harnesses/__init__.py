@@ -17,7 +17,6 @@ from ._format import (
     ToolOverride,
 )
 from ._harness import Harness, load_harness
-from ._render import render_episode
 from ._runtime import run_episode
 from ._tools import ToolSpec, tool_specs
 from ._try import try_episode
@@ -46,7 +45,6 @@ __all__ = [
     "UserSide",
     "content_hash",
     "load_harness",
-    "render_episode",
     "run_episode",
     "tool_specs",
     "try_episode",

@@ -12,8 +12,7 @@ from ._config import (
     OptimizerStatus,
     StepRecord,
 )
-from ._gate import GateConfig, run_gate
-from ._gate_report import append_step_summary, gate_progress, markdown_summary, render_gate, write_junit
+from ._gate import GateConfig, GateProgress, run_gate
 from ._gate_result import (
     Baseline,
     GateError,
@@ -27,7 +26,7 @@ from ._gate_result import (
     write_json,
 )
 from ._git import GitError
-from ._history import HistoryEntry, history, render_history
+from ._history import HistoryEntry, history
 from ._loop import commit_message, optimize
 from ._operators import (
     AddDemo,
@@ -52,9 +51,8 @@ from ._operators import (
 from ._operators._common import Operator
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unified_patch
 from ._registry import ENTRY_POINT_GROUP, make_operators, operator_names, register_operator
-from ._render import event_line, render_result, render_status
-from ._reports import DiffSide, ReportError, render_comparison, render_flips, render_world_diffs, resolve_side
-from ._runreport import render_report, write_html_report
+from ._reports import DiffSide, Flip, ReportError, resolve_side, task_flips
+from ._runreport import RunReport, load_run_report
 from ._screen import ScreenRecord, ScreenRound
 from ._strategy import STRATEGIES, Greedy, ParentStrategy, Pareto
 from .stats import (
@@ -89,8 +87,10 @@ __all__ = [
     "ExposeTool",
     "ExposeToolWithDemo",
     "FailureReport",
+    "Flip",
     "GateConfig",
     "GateError",
+    "GateProgress",
     "GateReport",
     "GateRule",
     "GateSide",
@@ -117,6 +117,7 @@ __all__ = [
     "Proposer",
     "ReorderDemos",
     "ReportError",
+    "RunReport",
     "ScreenRecord",
     "ScreenRound",
     "SplitAgent",
@@ -126,36 +127,24 @@ __all__ = [
     "TaskRow",
     "TuneRetrieval",
     "TuneSampling",
-    "append_step_summary",
     "bootstrap_lower_bound",
     "commit_message",
     "compare",
     "decide",
     "default_operators",
-    "event_line",
     "gate",
-    "gate_progress",
     "history",
     "load_baseline",
+    "load_run_report",
     "make_operators",
-    "markdown_summary",
     "operator_names",
     "optimize",
     "register_operator",
-    "render_comparison",
-    "render_flips",
-    "render_gate",
-    "render_history",
-    "render_report",
-    "render_result",
-    "render_status",
-    "render_world_diffs",
     "resolve_side",
     "run_gate",
     "save_baseline",
     "sign_test_greater",
+    "task_flips",
     "unified_patch",
-    "write_html_report",
     "write_json",
-    "write_junit",
 ]

@@ -9,16 +9,9 @@ from minidesk.agent import SUITE, harness, solver
 from minidesk.world import world
 from rich.console import Console
 
-from evals import (
-    RunStore,
-    evaluate_batch,
-    load_suite,
-    progress_bar,
-    render_result,
-    render_run,
-    render_runs,
-)
+from evals import RunStore, evaluate_batch, load_suite
 from harnesses.models import ModelRequest, ScriptedModel
+from views.evals import progress_bar, render_eval_result, render_run, render_runs
 
 
 def text(renderable) -> str:
@@ -43,7 +36,7 @@ def sloppy(request: ModelRequest):
 
 async def test_the_summary_shows_each_task_and_the_overall_figures(suite) -> None:
     result = await evaluate_batch(harness(), suite, model=ScriptedModel(fn=sloppy), split="val", k=2)
-    shown = text(render_result(result))
+    shown = text(render_eval_result(result))
     assert "refund-damaged" in shown and "cancel-shipped" in shown
     assert "pass^2" in shown and "mean score" in shown and "latency p50 / p95" in shown
     refund_row = next(line for line in shown.splitlines() if "refund-damaged" in line)

@@ -19,11 +19,10 @@ from evals import (
     _batch,
     evaluate_batch,
     load_suite,
-    progress_bar,
-    render_result,
     resume_batch,
 )
 from harnesses.models import ModelRequest, ModelUnavailable, ScriptedModel
+from views.evals import progress_bar, render_eval_result
 
 ALL = {("refund-damaged", 0), ("refund-damaged", 1), ("cancel-shipped", 0), ("cancel-shipped", 1)}
 
@@ -202,7 +201,7 @@ async def test_the_summary_and_the_progress_bar_show_reused_episodes(suite, stor
     console = Console(record=True, width=200, force_terminal=False)
     with progress_bar(console) as on_progress:
         result = await evaluate_batch(harness(), suite, model=solver(), store=store, on_progress=on_progress)
-    console.print(render_result(result))
+    console.print(render_eval_result(result))
     shown = console.export_text()
     assert "5/5" in shown and "5 reused" in shown
     assert "5 of 5 episodes reused from earlier runs: no model call" in shown

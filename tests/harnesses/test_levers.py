@@ -15,9 +15,10 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).parents[1] / "worlds"))
 from shop_world import shop
 
-from harnesses import PATTERNS, Episode, Harness, HarnessError, render_episode, run_episode
+from harnesses import PATTERNS, Episode, Harness, HarnessError, run_episode
 from harnesses._retrieval import DemoIndex, demo_words
 from harnesses.models import ScriptedModel
+from views.episode import render_episode
 
 
 def demo(title: str, user: str, tool: str, args: dict[str, Any], reply: str) -> str:

@@ -12,8 +12,9 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).parents[1] / "worlds"))
 from shop_world import shop
 
-from harnesses import Episode, Harness, Limits, ScriptedUser, UserSide, render_episode, run_episode
+from harnesses import Episode, Harness, Limits, ScriptedUser, UserSide, run_episode
 from harnesses.models import ModelUnavailable, ScriptedModel
+from views.episode import render_episode
 
 HARNESS_YAML = """\
 name: toy

@@ -25,8 +25,8 @@ from cli import app
 from evals import RunStore
 from harnesses.models import ModelUnavailable, ScriptedModel
 from optimizer._gate import GateConfig, run_gate
-from optimizer._gate_report import append_step_summary, markdown_summary, render_gate, write_junit
 from optimizer._gate_result import GateError, GateReport, load_baseline, save_baseline, write_json
+from views.gate import append_step_summary, markdown_summary, render_gate, write_junit
 
 VAL_TASKS = [f"note-{i}" for i in range(1, 5)]
 

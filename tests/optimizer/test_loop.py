@@ -18,8 +18,9 @@ from rich.console import Console
 
 from evals import RunStore, process_owner
 from harnesses.models import ModelUnavailable, ScriptedModel
-from optimizer import Operator, OptimizeConfig, OptimizerError, OptimizerPaused, optimize, render_result
+from optimizer import Operator, OptimizeConfig, OptimizerError, OptimizerPaused, optimize
 from optimizer._records import Records
+from views.optimize import render_optimize_result
 
 
 @pytest.fixture
@@ -205,7 +206,7 @@ def test_a_proposal_that_fails_to_render_is_invalid_and_the_run_goes_on(workspac
     assert "division by zero" in result.steps[0].reasons[0]
     assert len(atoll_commits(workspace)) == 1
     console = Console(width=400, record=True)
-    console.print(render_result(result))
+    console.print(render_optimize_result(result))
     shown = console.export_text()
     assert "why not:" in shown and "ZeroDivisionError: division by zero" in shown
 

@@ -26,14 +26,20 @@ from optimizer import (
     OptimizeConfig,
     PairedScores,
     Proposal,
+    ReportError,
     commit_message,
     decide,
+    history,
+    load_run_report,
     optimize,
+    resolve_side,
+    task_flips,
 )
-from optimizer._diffview import DELETED, INSERTED, render_harness_diff, word_diff, yaml_changes
-from optimizer._history import history, parse_commit, render_history
-from optimizer._reports import ReportError, render_comparison, resolve_side, task_flips
-from optimizer._runreport import load_run_report, render_report, render_run_report, write_html_report
+from optimizer._history import parse_commit
+from views.compare import render_comparison
+from views.harness_diff import DELETED, INSERTED, render_harness_diff, word_diff, yaml_changes
+from views.history import render_history
+from views.report import render_report, render_run_report, write_html_report
 
 
 class World:

@@ -10,9 +10,8 @@ from rich.padding import Padding
 from rich.rule import Rule
 from rich.text import Text
 
-from worlds.render import render_diff, render_value
-
-from ._episode import Episode, Event
+from harnesses import Episode, Event
+from views.world_diff import render_diff, render_value
 
 _STOP_STYLES = {
     "reply": "green",

@@ -8,7 +8,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ._config import OptimizeResult, OptimizerEvent, OptimizerStatus
+from optimizer import OptimizeResult, OptimizerEvent, OptimizerStatus
 
 
 def _score(value: float | None) -> str:
@@ -68,7 +68,7 @@ def event_line(event: OptimizerEvent) -> str | None:
     return None
 
 
-def render_result(result: OptimizeResult, *, show_patch: bool = True) -> RenderableType:
+def render_optimize_result(result: OptimizeResult, *, show_patch: bool = True) -> RenderableType:
     """The closing summary: the verdict in one line, the trajectory, every decision, the final diff."""
     improved = result.final_hash != result.start_hash
     headline = (

@@ -16,12 +16,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from harnesses import render_episode
-
-from ._batch import BatchProgress, BatchResult, OnProgress
-from ._store import EpisodeResult, RunRecord, RunStore
-from .graders._verdict import Grade
-from .metrics import EpisodeOutcome, Metrics, compute_metrics, pass_hat_k, passes
+from evals import (
+    BatchProgress,
+    BatchResult,
+    EpisodeOutcome,
+    EpisodeResult,
+    Grade,
+    Metrics,
+    OnProgress,
+    RunRecord,
+    RunStore,
+    compute_metrics,
+    pass_hat_k,
+    passes,
+)
+from views.episode import render_episode
 
 _STATUS_STYLES = {"finished": "green", "running": "yellow", "interrupted": "yellow", "failed": "red"}
 
@@ -118,7 +127,7 @@ def render_overall(metrics: Metrics) -> Table:
     return overall
 
 
-def render_result(result: BatchResult) -> RenderableType:
+def render_eval_result(result: BatchResult) -> RenderableType:
     """What `optimize eval` prints at the end: the run, the per-task table and the overall figures."""
     header = Text()
     header.append(f"run {result.run_id}", style="bold")

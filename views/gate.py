@@ -18,9 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evals import BatchProgress
-
-from ._gate import GateProgress
-from ._gate_result import GateReport, GateSide, TaskRow
+from optimizer import GateProgress, GateReport, GateSide, TaskRow
 
 HEADLINES = {
     "pass": ("PASS", "bold green", "no regression against {base}"),
