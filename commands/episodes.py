@@ -1,0 +1,170 @@
+"""`optimize try`, `eval`, `runs`, `show`: play and score episodes, and read them back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from commands._shared import (
+    ConcurrencyOption,
+    ModelOption,
+    ReuseOption,
+    SuiteOption,
+    err,
+    fail,
+    out,
+    print_json,
+)
+
+
+def try_(
+    harness: Annotated[Path, typer.Argument(help="The harness folder, e.g. `harnesses/support_agent`.")],
+    message: Annotated[str | None, typer.Option("--message", "-m", help="What the user says.")] = None,
+    task: Annotated[
+        str | None, typer.Option(help="Run an eval task instead (its fixture, user and grade).")
+    ] = None,
+    suite: SuiteOption = None,
+    fixture: Annotated[str, typer.Option(help="The world fixture to start from.")] = "small_shop",
+    model: ModelOption = None,
+    seed: Annotated[int, typer.Option(help="Instance seed and sample index.")] = 0,
+    reply: Annotated[
+        list[str] | None, typer.Option("--reply", help="A follow-up user message (repeatable, in order).")
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Ask the model again instead of replaying cached answers.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the episode as JSON.")] = False,
+) -> None:
+    """Run one episode of a harness and show it: the conversation, each tool call and the world diff
+    (with --task, also the grader's verdicts).
+
+    Example: `optimize try harnesses/support_agent --message "Where is my order ORD-1092?"`
+    or `optimize try harnesses/support_agent --task status-delivered`
+    """
+    import asyncio
+
+    from evals import grade_episode, load_suite, suite_for, user_for
+    from harnesses import load_harness, try_episode
+    from views.episode import render_episode
+    from views.evals import render_grade
+
+    if (message is None) == (task is None):
+        fail("give --message TEXT or --task ID (one of them)")
+    options: dict[str, Any] = {"fixture": fixture, "message": message or "", "replies": reply or []}
+    if task is not None:
+        evals_suite = load_suite(suite or suite_for(load_harness(harness)))
+        chosen = evals_suite.task(task)
+        options = {
+            "fixture": chosen.fixture,
+            "message": chosen.user.message,
+            "clock": chosen.clock,
+            "task_id": chosen.id,
+            "task_context": chosen.context,
+            "user": lambda agent_model: user_for(chosen, model=agent_model, sample=seed),
+        }
+    episode = asyncio.run(try_episode(harness, model_name=model, seed=seed, cache=not no_cache, **options))
+    grade = grade_episode(evals_suite, chosen, episode) if task is not None else None
+    if as_json:
+        print_json(episode.model_dump(mode="json") | ({"grade": grade.model_dump()} if grade else {}))
+    else:
+        out.print(render_episode(episode))
+        if grade is not None:
+            out.print(render_grade(grade))
+    if episode.errored:
+        raise typer.Exit(1)
+
+
+def eval_(
+    harness: Annotated[
+        Path | None, typer.Argument(help="The harness folder, e.g. `harnesses/support_agent`.")
+    ] = None,
+    suite: SuiteOption = None,
+    split: Annotated[str | None, typer.Option(help="train, val or test; default all tasks.")] = None,
+    k: Annotated[
+        int | None, typer.Option("-k", help="Seeds per task (pass^k is reported); default each task's own.")
+    ] = None,
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 8,
+    resume: Annotated[
+        str | None, typer.Option(help="Finish an interrupted eval run (id or `latest`).")
+    ] = None,
+    reuse: ReuseOption = True,
+) -> None:
+    """Score a harness on an eval suite, graded by state diffs; prints per-task and overall scores
+    and stores every episode (see `optimize runs` and `optimize show`).
+
+    Example: `optimize eval harnesses/support_agent --split val -k 3`
+    """
+    from evals import RunStore, evaluate, new_run_id, suite_for
+    from evals import resume as resume_run
+    from harnesses import load_harness
+    from views.evals import progress_bar, render_eval_result
+
+    if harness is None and resume is None:
+        fail("name a harness folder (e.g. harnesses/support_agent) or --resume RUN")
+    run_id: str | None = None
+    try:
+        with RunStore() as store, progress_bar(err) as on_progress:
+            if resume:
+                # `latest` is the newest eval left unfinished, not whatever ran last (a gate, a finished eval).
+                latest = resume in ("latest", "last")
+                run_id = store.latest_unfinished("eval") if latest else store.resolve(resume)
+                result = resume_run(run_id, store=store, concurrency=concurrency, on_progress=on_progress)
+            else:
+                suite = suite or suite_for(load_harness(harness))
+                run_id = new_run_id("eval")
+                result = evaluate(
+                    harness,
+                    suite,
+                    model=model,
+                    split=split,
+                    k=k,
+                    concurrency=concurrency,
+                    store=store,
+                    run_id=run_id,
+                    reuse=reuse,
+                    on_progress=on_progress,
+                )
+    except KeyboardInterrupt:
+        with RunStore() as store:  # interrupted before the run was stored: nothing to resume
+            saved = run_id is not None and store.has_run(run_id)
+        resume_with = f"; resume with: optimize eval --resume {run_id}" if saved else ""
+        fail(f"interrupted{resume_with}", code=130)
+    out.print(render_eval_result(result))
+
+
+def runs(
+    limit: Annotated[int, typer.Option(help="How many runs to list, newest first.")] = 20,
+    kind: Annotated[
+        str | None, typer.Option(help="Only runs of this kind (eval, gate, optimize-gate, ...).")
+    ] = None,
+) -> None:
+    """List stored runs: id, kind, harness, model, scores.
+
+    Example: `optimize runs --kind eval`
+    """
+    from evals import RunStore
+    from views.evals import render_runs
+
+    with RunStore() as store:
+        out.print(render_runs(store.runs(limit=limit, kind=kind)))
+
+
+def show(
+    run_ref: Annotated[
+        str, typer.Argument(metavar="RUN", help="A run id, a unique part of one, or `latest`.")
+    ],
+    task: Annotated[str | None, typer.Argument(help="A task id: show its episode in full.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Which seed of the task (default the first).")] = None,
+) -> None:
+    """Show a stored run, or one episode of it: transcript, world diff and the grader's verdicts.
+
+    Example: `optimize show latest refund-damaged-blender`
+    """
+    from evals import RunStore
+    from views.evals import render_run
+
+    with RunStore() as store:
+        out.print(render_run(store, run_ref, task, seed))

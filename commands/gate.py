@@ -1,0 +1,116 @@
+"""`optimize gate`: the CI regression check of a harness change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from commands._shared import (
+    ConcurrencyOption,
+    ModelOption,
+    ReuseOption,
+    SuiteOption,
+    err,
+    fail,
+    option_errors,
+    out,
+)
+
+
+def gate(
+    harness: Annotated[
+        Path, typer.Argument(help="The harness folder; its working-tree files are the candidate.")
+    ],
+    base: Annotated[
+        str | None, typer.Option(help="Git ref of the base; default the merge base with the default branch.")
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            help="Compare with a stored result (--json or --save-baseline output) instead of a ref."
+        ),
+    ] = None,
+    suite: SuiteOption = None,
+    model: ModelOption = None,
+    split: Annotated[str, typer.Option(help="Which split to score: train, val or test.")] = "val",
+    k: Annotated[
+        int | None, typer.Option("-k", help="Seeds per task; default each task's own seeds.")
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option(help="Fail if the 95% lower bound of the mean change is below this.")
+    ] = -0.05,
+    alpha: Annotated[float, typer.Option(help="Fail if the sign test for losses gives p <= alpha.")] = 0.05,
+    max_error_rate: Annotated[
+        float, typer.Option(help="Above this share of errored episodes: exit 3.")
+    ] = 0.2,
+    concurrency: ConcurrencyOption = 8,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here (one test case per task).")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the full report as JSON here.")
+    ] = None,
+    save_baseline: Annotated[
+        Path | None, typer.Option(help="Save the candidate's result as a baseline file.")
+    ] = None,
+    reuse: ReuseOption = True,
+    accept_suite_changes: Annotated[
+        bool,
+        typer.Option(
+            "--accept-suite-changes",
+            help="When the suite differs from the base's, let the working tree's suite alone decide.",
+        ),
+    ] = False,
+) -> None:
+    """CI regression gate: is the working-tree harness no worse than the base? Exit 0 pass, 1 regression,
+    2 usage or configuration error, 3 the evaluation itself failed.
+
+    Both sides run the same tasks and seeds, paired, replaying cached model answers. When the change
+    touches the suite, both sides are graded with the base's suite too and the worse verdict stands,
+    unless --accept-suite-changes. Appends a Markdown summary to $GITHUB_STEP_SUMMARY when set; see
+    examples/atoll-gate.yml.
+
+    Example: `optimize gate harnesses/support_agent --base main --junit gate.xml`
+    """
+    import asyncio
+
+    from pydantic import ValidationError
+
+    from optimizer import GateConfig, run_gate, write_json
+    from optimizer import save_baseline as store_baseline
+    from views.gate import append_step_summary, gate_progress, render_gate, write_junit
+
+    try:
+        config = GateConfig(
+            harness=harness,
+            base=base,
+            baseline=baseline,
+            suite=suite,
+            model=model,
+            split=split,
+            k=k,
+            tolerance=tolerance,
+            alpha=alpha,
+            max_error_rate=max_error_rate,
+            concurrency=concurrency,
+            reuse=reuse,
+            accept_suite_changes=accept_suite_changes,
+        )
+    except ValidationError as error:
+        fail(option_errors(error))
+    try:
+        with gate_progress(err) as progress:
+            report = asyncio.run(run_gate(config, on_progress=progress))
+        out.print(render_gate(report))
+        if junit:
+            write_junit(report, junit)
+        if json_out:
+            write_json(report, json_out)
+        if save_baseline:
+            store_baseline(report, save_baseline)
+        append_step_summary(report)
+    except OSError as error:
+        fail(f"cannot write {error.filename}: {error.strerror}")
+    except KeyboardInterrupt:
+        fail("interrupted", code=130)
+    raise typer.Exit(report.exit_code)

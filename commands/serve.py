@@ -1,0 +1,117 @@
+"""`optimize serve` and `optimize mcp`: worlds for other agents, over HTTP, WebSocket or MCP."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from commands._shared import (
+    ClockOption,
+    HostOption,
+    IdleOption,
+    SessionsOption,
+    TokenOption,
+    err,
+    fail,
+)
+
+
+def mcp_command(
+    world_name: Annotated[
+        str, typer.Argument(metavar="WORLD", help="World name, e.g. `helpdesk`, or a module path.")
+    ],
+    fixture: Annotated[
+        str, typer.Option("--fixture", "-f", help="Fixture every session starts from, e.g. `small_shop`.")
+    ],
+    seed: Annotated[int, typer.Option(help="Instance seed: picks the ids that tools generate.")] = 0,
+    clock: ClockOption = "fixed",
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
+    ] = False,
+    host: HostOption = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for --http.")] = 8765,
+    token: TokenOption = None,
+    max_sessions: SessionsOption = 256,
+    idle_timeout: IdleOption = 600.0,
+) -> None:
+    """Serve a world's tools over MCP, one private instance per session.
+
+    Example: `optimize mcp helpdesk --fixture small_shop` (stdio), or add `--http --port 8765`.
+    """
+    from worlds import get_world
+    from worlds.serve import run_mcp
+
+    world = get_world(world_name)
+    try:
+        run_mcp(
+            world,
+            fixture,
+            seed,
+            clock=clock,
+            http=http,
+            host=host,
+            port=port,
+            token=token,
+            max_sessions=max_sessions,
+            idle_seconds=idle_timeout,
+        )
+    except ValueError as error:
+        fail(str(error))
+
+
+def serve_command(
+    worlds: Annotated[
+        list[str] | None,
+        typer.Option("--world", "-w", help="World to offer (repeatable); default: all shipped."),
+    ] = None,
+    fixture: Annotated[
+        str | None,
+        typer.Option("--fixture", "-f", help="Default fixture for resets that name none (with one --world)."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Default instance seed.")] = 0,
+    clock: ClockOption = "fixed",
+    host: HostOption = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
+    token: TokenOption = None,
+    max_sessions: SessionsOption = 256,
+    idle_timeout: IdleOption = 600.0,
+) -> None:
+    """Serve worlds over HTTP and WebSocket (OpenEnv-compatible), with a web console at /.
+
+    Example: `optimize serve --world helpdesk --fixture small_shop`, then open http://127.0.0.1:8000/
+    """
+    from worlds import Clock, get_world
+    from worlds.serve import ResetRequest, check_bind, run_server
+
+    try:
+        check_bind(host, token)  # before anything says "serving"
+    except ValueError as error:
+        fail(str(error))
+    if fixture and len(worlds or []) != 1:
+        fail("--fixture sets the default instance, so name exactly one --world with it")
+    for name in worlds or []:
+        world = get_world(name)
+        if fixture and fixture not in world.fixtures:
+            fail(f"world {world.name!r} has no fixture {fixture!r}; it has: {', '.join(world.fixtures)}")
+    try:
+        Clock.parse(clock)
+    except ValueError as error:
+        fail(str(error))
+    defaults = ResetRequest(
+        world=worlds[0] if worlds and len(worlds) == 1 else None, fixture=fixture, seed=seed, clock=clock
+    )
+    shown = f"http://{host}:{port}/" + ("?token=…" if token else "")
+    err.print(f"serving {', '.join(worlds) if worlds else 'every shipped world'} on {shown} (Ctrl-C stops)")
+    try:
+        run_server(
+            host,
+            port,
+            token=token,
+            worlds=worlds,
+            defaults=defaults,
+            max_sessions=max_sessions,
+            idle_seconds=idle_timeout,
+        )
+    except ValueError as error:
+        fail(str(error))

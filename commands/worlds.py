@@ -1,0 +1,156 @@
+"""`optimize world …`: look into a world (its tables, tools, fixtures, documents) and call one tool."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from commands._shared import (
+    USAGE_ERROR,
+    ClockOption,
+    err,
+    fail,
+    out,
+    print_json,
+)
+
+
+def world_list() -> None:
+    """List the worlds shipped with Atoll.
+
+    Example: `optimize world list`
+    """
+    from worlds import get_world, list_worlds
+
+    table = Table("world", "version", "tables", "tools", "fixtures", "description")
+    for name in list_worlds():
+        try:
+            world = get_world(name)
+        except Exception as error:  # one broken world must not hide the others
+            table.add_row(name, "", "", "", "", f"[red]cannot load: {error}[/]")
+            continue
+        table.add_row(
+            name,
+            world.version,
+            str(len(world.tables)),
+            str(len(world.tools)),
+            ", ".join(world.fixtures),
+            world.description,
+        )
+    out.print(table)
+
+
+def world_show(
+    name: Annotated[str, typer.Argument(help="World name, e.g. `helpdesk`, or a module path.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Show a world: tables with row counts per fixture, tools with their parameters, fixtures, documents.
+
+    Example: `optimize world show helpdesk`
+    """
+    from worlds import get_world
+
+    world = get_world(name)
+    counts = {fixture: world.load_fixture(fixture).row_counts for fixture in world.fixtures}
+    if as_json:
+        print_json(
+            {
+                "name": world.name,
+                "version": world.version,
+                "description": world.description,
+                "tables": {
+                    label: {
+                        "columns": [c.model_dump() for c in t.columns],
+                        "primary_key": t.primary_key,
+                        "rows": {f: counts[f].get(label) for f in counts},
+                    }
+                    for label, t in world.tables.items()
+                },
+                "tools": [
+                    tool.schema()["function"] | {"writes": tool.writes} for tool in world.tools.values()
+                ],
+                "fixtures": {
+                    n: {"epoch": str(f.epoch), "seed": f.seed, "description": f.description}
+                    for n, f in world.fixtures.items()
+                },
+                "documents": {n: len(text) for n, text in world.documents.items()},
+            }
+        )
+        return
+    out.print(f"[bold]{world.name}[/] v{world.version} — {world.description}")
+    tables = Table("table", "primary key", "columns", *counts, title="Tables")
+    for label, info in world.tables.items():
+        tables.add_row(
+            label,
+            ", ".join(info.primary_key),
+            ", ".join(c.name for c in info.columns),
+            *(str(counts[f].get(label, "")) for f in counts),
+        )
+    out.print(tables)
+    tools = Table("tool", "writes", "parameters", "description", title="Tools")
+    for tool in world.tools.values():
+        schema = tool.parameters_schema()
+        required = set(schema.get("required", []))
+        params = ", ".join(f"{p}{'' if p in required else '?'}" for p in schema.get("properties", {}))
+        tools.add_row(tool.name, "yes" if tool.writes else "", params, tool.description.split("\n")[0])
+    out.print(tools)
+    fixtures = Table("fixture", "epoch", "seed", "description", title="Fixtures")
+    for fixture in world.fixtures.values():
+        fixtures.add_row(fixture.name, str(fixture.epoch), str(fixture.seed), fixture.description)
+    out.print(fixtures)
+    documents = Table("document", "characters", "first line", title="Documents")
+    for doc_name, text in world.documents.items():
+        documents.add_row(doc_name, str(len(text)), text.strip().splitlines()[0] if text.strip() else "")
+    out.print(documents)
+
+
+def world_call(
+    world_name: Annotated[str, typer.Argument(metavar="WORLD", help="World name, e.g. `helpdesk`.")],
+    fixture: Annotated[str, typer.Argument(help="Fixture to start from, e.g. `small_shop`.")],
+    tool: Annotated[str, typer.Argument(help="Tool to call, e.g. `get_order`.")],
+    args: Annotated[
+        str, typer.Option("--args", help='Arguments as a JSON object, e.g. \'{"order_id": "ORD-1001"}\'.')
+    ] = "{}",
+    seed: Annotated[int, typer.Option(help="Instance seed: picks the ids that tools generate.")] = 0,
+    clock: ClockOption = "fixed",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result and diff as JSON.")] = False,
+) -> None:
+    """Call one tool on a fresh instance of a fixture; print its result and the world diff.
+
+    Example: `optimize world call helpdesk small_shop get_order --args '{"order_id": "ORD-1001"}'`
+    """
+    from worlds import Clock, get_world
+
+    world = get_world(world_name)
+    if tool not in world.tools:
+        fail(f"world {world.name!r} has no tool {tool!r}; tools: {', '.join(world.tools)}")
+    try:
+        arguments = json.loads(args)
+    except json.JSONDecodeError as error:
+        fail(
+            f'--args is not valid JSON ({error.msg} at column {error.colno}); pass an object like \'{{"order_id": "ORD-1001"}}\''
+        )
+    if not isinstance(arguments, dict):
+        fail('--args must be a JSON object, like \'{"order_id": "ORD-1001"}\'')
+    try:
+        instance = world.instance(fixture, seed=seed, clock=Clock.parse(clock))
+    except ValueError as error:
+        fail(str(error))
+    with instance:
+        result = instance.call(tool, **arguments)
+        diff = instance.diff()
+    if as_json:
+        print_json({"result": result.model_dump(), "diff": diff.model_dump()})
+    else:
+        from views.world_diff import render_diff, render_value
+
+        if result.ok:
+            out.print(render_value(result.value, title=f"{tool} → result"))
+        else:
+            err.print(f"[bold red]{tool} failed[/] [{result.error.type}] {result.error.message}")
+        out.print(render_diff(diff))
+    if not result.ok and result.error.type == "invalid_arguments":
+        raise typer.Exit(USAGE_ERROR)
