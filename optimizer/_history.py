@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from . import _git as git
+from ._config import StepRecord
 
 _GATE = re.compile(
     r"Gate \((?P<split>\w+) split, (?P<tasks>\d+) tasks x (?P<seeds>\d+) seed\(s\), paired\): "
@@ -31,27 +30,34 @@ _BOUND = re.compile(r"lower bound (?P<bound>[+-][\d.]+)")
 _TRAILER = re.compile(r"^Atoll-(?P<key>[\w-]+):\s*(?P<value>.+?)\s*$", re.MULTILINE)
 
 
-class HistoryEntry(BaseModel):
-    """One accepted variant; a figure is None when its line is missing from the message."""
+class HistoryEntry(StepRecord):
+    """One accepted variant as its commit records it: the proposal's `StepRecord` (its headline as the
+    rationale, the gate's means as its scores) plus where it lives in git. A figure is None when its
+    line is missing from the message, and so are the iteration and operator without their trailers."""
 
+    iteration: int | None = None  # type: ignore[assignment]
+    operator: str | None = None  # type: ignore[assignment]
+    verdict: str = "accept"
     commit: str
     date: str
-    title: str
     run: str | None = None
-    iteration: int | None = None
-    operator: str | None = None
     harness_hash: str | None = None
     split: str | None = None
     tasks: int | None = None
     seeds: int | None = None
-    before: float | None = None
-    after: float | None = None
-    delta: float | None = None
-    p_value: float | None = None
-    wins: int | None = None
-    losses: int | None = None
-    ties: int | None = None
-    lower_bound: float | None = None
+    delta: float | None = None  # as the message printed it
+
+    @property
+    def title(self) -> str:
+        return self.rationale
+
+    @property
+    def before(self) -> float | None:
+        return self.incumbent_score
+
+    @property
+    def after(self) -> float | None:
+        return self.candidate_score
 
 
 def parse_commit(commit: str, date: str, message: str) -> HistoryEntry:
@@ -67,12 +73,15 @@ def parse_commit(commit: str, date: str, message: str) -> HistoryEntry:
         found = pattern.search(message)
         if found:
             values.update(found.groupdict())
-    if "p" in values:
-        values["p_value"] = values.pop("p")
-    if "bound" in values:
-        values["lower_bound"] = values.pop("bound")
+    renamed = {
+        "p": "p_value",
+        "bound": "lower_bound",
+        "before": "incumbent_score",
+        "after": "candidate_score",
+    }
+    values = {renamed.get(key, key): value for key, value in values.items()}
     return HistoryEntry.model_validate(
-        {"commit": commit, "date": date, "title": message.split("\n", 1)[0], **values}
+        {"commit": commit, "date": date, "rationale": message.split("\n", 1)[0], **values}
     )
 
 
