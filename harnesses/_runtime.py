@@ -45,6 +45,7 @@ from ._protocols import (
     TextProtocol,
     Turn,
     UserTurn,
+    _one_line,
     error_json,
 )
 from ._retrieval import retrieved_demos
@@ -290,7 +291,7 @@ class _Run:
                 self._event(
                     "notice",
                     name,
-                    content=f"{notice} (held back: {' '.join(parsed.reply.split())[:200]})",
+                    content=f"{notice} (held back: {_one_line(parsed.reply)[:200]})",
                     **cost,
                 )
                 turns.append(NoticeTurn(notice))

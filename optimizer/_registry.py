@@ -13,6 +13,7 @@ A plug-in is imported only when a run names it: a default run uses Atoll's own o
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from importlib.metadata import entry_points
 
 from harnesses.models import ModelUsage
@@ -54,6 +55,7 @@ def make_operators(names: list[str] | None = None) -> list[Proposer]:
     return [_made(name, factories[name] if name in factories else _load(name)) for name in names]
 
 
+@cache
 def _builtin() -> dict[str, OperatorFactory]:
     return {operator.name: type(operator) for operator in default_operators()}
 

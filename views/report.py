@@ -21,8 +21,6 @@ from views.compare import Responsive
 from views.harness_diff import render_harness_diff
 
 SPARKS = "▁▂▃▄▅▆▇█"
-
-
 VERDICT_STYLES = {"accept": "green", "reject": "red", "void": "magenta"}
 
 

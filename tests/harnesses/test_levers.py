@@ -82,6 +82,13 @@ def call(tool: str, **args: object) -> dict:
     return {"tool_calls": [{"name": tool, "arguments": args}]}
 
 
+def lookup_and_reply(protocol: str, reply: str) -> tuple[str | dict, str]:
+    """A get_customer call and a reply, each as a scripted model answers in `protocol`."""
+    if protocol == "text":
+        return act("get_customer", customer_id="C1"), say(reply)
+    return call("get_customer", customer_id="C1"), reply
+
+
 async def episode(harness: Harness, model: ScriptedModel, message: str, **options: Any) -> Episode:
     with shop.instance("tiny", seed=1) as instance:
         return await run_episode(harness, instance, model, message, **options)
@@ -299,14 +306,8 @@ async def test_a_read_after_a_write_is_no_repeat_since_the_world_changed() -> No
 
 @pytest.mark.parametrize("protocol", ["text", "native"])
 async def test_a_reply_before_any_lookup_is_held_back_once_with_look_first(protocol: str) -> None:
-    lookup = (
-        act("get_customer", customer_id="C1")
-        if protocol == "text"
-        else call("get_customer", customer_id="C1")
-    )
-    guess, done = ("C1 is Ada.", "C1 is Customer 1.")
-    if protocol == "text":
-        guess, done = say(guess), say(done)
+    lookup, done = lookup_and_reply(protocol, "C1 is Customer 1.")
+    guess = say("C1 is Ada.") if protocol == "text" else "C1 is Ada."
     model = ScriptedModel([guess, lookup, done])
     ep = await episode(levers(protocol, guards={"look_first": True}), model, "Who is C1?")
     assert ep.reply == "C1 is Customer 1." and [c.tool for c in ep.calls] == ["get_customer"]
@@ -333,12 +334,7 @@ async def test_look_first_never_holds_back_a_reply_made_on_the_last_turn() -> No
 
 @pytest.mark.parametrize("protocol", ["text", "native"])
 async def test_the_last_model_turn_comes_with_a_reminder_to_reply(protocol: str) -> None:
-    lookup = (
-        act("get_customer", customer_id="C1")
-        if protocol == "text"
-        else call("get_customer", customer_id="C1")
-    )
-    done = say("C1 is Customer 1.") if protocol == "text" else "C1 is Customer 1."
+    lookup, done = lookup_and_reply(protocol, "C1 is Customer 1.")
     model = ScriptedModel([lookup, lookup, done])
     ep = await episode(levers(protocol, turns=3, guards={"reply_nudge": True}), model, "Who is C1?")
     assert ep.stop_reason == "reply" and ep.patterns["no_reply"] == 0
