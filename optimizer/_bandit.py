@@ -8,9 +8,11 @@ nothing to propose.
 
 Rewards. A candidate that passes the screen scores 1 success; one the gate then accepts scores
 1 more (2 in all), because an accepted variant is what the run exists for. A candidate screened
-out, invalid, or identical to one already tried scores 1 failure. The bandit only orders the
-proposers: what a proposer sees (train episodes) and how the gate judges (the unchanged rule on
-val) do not depend on it, and the accept bonus is one operator-level bit per decision.
+out or invalid scores 1 failure, and so does a slot spent on nothing but repeats of candidates
+already tried (a repeat passed over for a new proposal is not recorded and scores nothing). The
+bandit only orders the proposers: what a proposer sees (train episodes) and how the gate judges
+(the unchanged rule on val) do not depend on it, and the accept bonus is one operator-level bit
+per decision.
 
 Priors: the same counts from past runs on the same harness name, at half weight (they started
 from other incumbents), fixed when the run starts so a resume reads the same ones.
@@ -26,7 +28,7 @@ ACCEPT_BONUS = 1.0
 FAILURE = 1.0
 PAST_WEIGHT = 0.5
 PASSED_SCREEN = ("reject", "void")
-FAILED = ("screened_out", "invalid", "none")
+FAILED = ("screened_out", "invalid", "none", "duplicate")
 
 Counts = dict[str, tuple[float, float]]
 

@@ -97,7 +97,7 @@ class StepRecord(BaseModel):
     iteration: int
     operator: str
     rationale: str
-    verdict: str  # accept, reject, void, screened_out, invalid, none
+    verdict: str  # accept, reject, void, screened_out, invalid, duplicate, none
     incumbent_score: float | None = None
     candidate_score: float | None = None
     p_value: float | None = None

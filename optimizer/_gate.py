@@ -130,6 +130,14 @@ def default_branch(path: Path) -> str | None:
 
 def resolve_base(path: Path, ref: str | None) -> tuple[str, str]:
     """(label, commit) of the base: `ref`, or the merge base of HEAD with the default branch."""
+    try:
+        git.repo_root(path)
+    except git.NotARepository:
+        raise GateError(
+            f"{path} is not in a git repository, so there is no base ref to compare against; pass "
+            "--baseline FILE (a result saved with `optimize gate --save-baseline` in the repository) "
+            "or run inside the repository"
+        ) from None
     if ref is not None:
         try:
             return ref, git.resolve_ref(path, ref)

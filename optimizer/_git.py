@@ -21,6 +21,10 @@ class GitError(AtollError):
     """A git command failed; the message carries git's own words."""
 
 
+class NotARepository(GitError):
+    """The path is in no git work tree: there is no history to read or commit to."""
+
+
 def _git(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes | None = None) -> str:
     return _git_bytes(*args, cwd=cwd, env=env, stdin=stdin).decode(errors="replace")
 
@@ -49,7 +53,12 @@ def repo_root(path: Path) -> Path:
     if not path.exists():
         raise GitError(f"{path}: no such file or folder")
     start = path if path.is_dir() else path.parent
-    return Path(_git("rev-parse", "--show-toplevel", cwd=start).strip())
+    try:  # git's messages in English (LC_ALL=C), so this one is told from the others
+        return Path(_git("rev-parse", "--show-toplevel", cwd=start, env={"LC_ALL": "C"}).strip())
+    except GitError as error:
+        if "not a git repository" in str(error):
+            raise NotARepository(f"{path}: not a git repository (nor is any folder above it)") from None
+        raise
 
 
 def relative_to_root(path: Path) -> tuple[Path, str]:

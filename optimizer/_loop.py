@@ -27,7 +27,7 @@ from evals import (
     now_text,
     suite_for,
 )
-from harnesses import Harness, HarnessError, load_harness
+from harnesses import Harness, HarnessError, content_hash, load_harness
 from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
 
 from . import _git as git
@@ -48,6 +48,9 @@ from ._strategy import STRATEGIES, ParentStrategy
 from .stats import Decision, PairedScores, decide
 
 OnEvent = Callable[[OptimizerEvent], None]
+
+REASKS = 2  # how often, in one proposal slot, a proposer that repeated an earlier proposal is asked again
+NOTHING_NEW = ("none", "duplicate")  # verdicts of a slot in which no proposer had new files to try
 
 
 def new_optimization_id() -> str:
@@ -281,7 +284,9 @@ class Optimization:
         rejections_in_a_row = len(decided) - accepted_at - 1  # patience carries over a resume
         stop_reason = "proposal budget spent"
         self.status.accepted = sum(1 for r in rows.values() if r["verdict"] == "accept")
-        self.status.rejected = sum(1 for r in rows.values() if r["verdict"] not in ("accept", None))
+        self.status.rejected = sum(
+            1 for r in rows.values() if r["verdict"] not in ("accept", None, *NOTHING_NEW)
+        )
         for iteration in range(config.max_proposals):
             row = rows.get(iteration)
             if row is not None and row["verdict"] is not None:
@@ -357,20 +362,9 @@ class Optimization:
             rng=rng,
             iteration=iteration,
         )
-        proposal = None
-        for proposer in self._proposer_order(iteration):
-            proposal = await self._propose(proposer, context)
-            if proposal is not None:
-                break
+        proposal, repeats = await self._new_proposal(iteration, context, incumbent)
         if proposal is None:
-            self.records.save_step(
-                self.id,
-                iteration,
-                operator="none",
-                rationale="no proposer had anything to try",
-                verdict="none",
-            )
-            return "none", None, None
+            return self._nothing_new(iteration, repeats)
         self._emit("proposal", operator=proposal.operator, rationale=proposal.rationale)
         step = {
             "operator": proposal.operator,
@@ -378,6 +372,7 @@ class Optimization:
             "patch": proposal.patch,
             "parent_hash": parent.hash,
             "incumbent_hash": incumbent.hash,
+            "candidate_hash": content_hash(proposal.files),  # kept for invalid ones too: a repeat is told
         }
         try:
             candidate = Harness.from_files(
@@ -394,11 +389,7 @@ class Optimization:
         if leak:  # proposers never see val or test; this catches one that found them elsewhere
             return self._invalid(iteration, leak, **step)
         self.store.save_harness(candidate.hash, candidate.name, candidate.files())
-        self.records.save_step(self.id, iteration, **step, candidate_hash=candidate.hash)
-        if candidate.hash == incumbent.hash or self._decided_before(candidate.hash, iteration):
-            self.records.save_step(self.id, iteration, verdict="none")
-            return "none", None, None
-
+        self.records.save_step(self.id, iteration, **step)
         try:  # a template can pass the load check and still fail on a real task's context
             screen = await self._screen(candidate, incumbent, iteration)
             self.records.save_step(self.id, iteration, screen=screen)
@@ -421,6 +412,75 @@ class Optimization:
         self._commit(iteration, proposal, decision, candidate)
         self.status.accepted += 1
         return "accept", candidate, candidate_gate
+
+    async def _new_proposal(
+        self, iteration: int, context: ProposalContext, incumbent: Harness
+    ) -> tuple[Proposal | None, list[tuple[Proposal, str]]]:
+        """The first proposal, proposers in bandit order, whose files are new, and the repeats passed over
+        on the way, each with what it repeats. A repeat uses no proposal slot: the next proposer is asked,
+        then those that repeated are asked again with fresh randomness, REASKS times at most, so a
+        proposer that only repeats itself cannot hold the run. Every ask is seeded by (run seed,
+        iteration, ask), so a resumed run passes over the same repeats and lands on the same proposal."""
+        repeats: list[tuple[Proposal, str]] = []
+        proposers = self._proposer_order(iteration)
+        for ask in range(REASKS + 1):
+            if ask:
+                rng = random.Random(f"{self.config.seed}:{iteration}:ask{ask}")
+                context = context.model_copy(update={"rng": rng})
+            repeated = []
+            for proposer in proposers:
+                proposal = await self._propose(proposer, context)
+                if proposal is None:
+                    continue
+                what = self._repeat_of(content_hash(proposal.files), incumbent, iteration)
+                if what is None:
+                    return proposal, repeats
+                repeats.append((proposal, what))
+                repeated.append(proposer)
+                again = f"; asked again, {ask + 1} of {REASKS + 1} times" if ask else ""
+                self._emit(
+                    "decision", stage=f"duplicate, not counted: {proposal.operator} proposed {what}{again}"
+                )
+            proposers = repeated
+        return None, repeats
+
+    def _repeat_of(self, candidate_hash: str, incumbent: Harness, iteration: int) -> str | None:
+        """What a candidate with these files repeats, in words (the incumbent, the start, an earlier
+        proposal of this run); None when its files are new."""
+        if candidate_hash == incumbent.hash:
+            return "no change from the incumbent"
+        if candidate_hash == self.start.hash:
+            return "the start harness again"
+        for row in self.records.steps(self.id):
+            tried = row["verdict"] not in (None, *NOTHING_NEW)
+            if row["candidate_hash"] == candidate_hash and row["iteration"] < iteration and tried:
+                return f"the same files as proposal {row['iteration'] + 1} ({row['verdict']})"
+        return None
+
+    def _nothing_new(self, iteration: int, repeats: list[tuple[Proposal, str]]) -> tuple[str, None, None]:
+        """Record a slot in which no proposer had anything new: it is spent, and says why."""
+        if not repeats:
+            why = "no proposer had anything to try"
+            self.records.save_step(self.id, iteration, operator="none", rationale=why, verdict="none")
+            self._emit("decision", stage=f"none: {why}")
+            return "none", None, None
+        first = repeats[0][0]
+        reasons = list(dict.fromkeys(f"{proposal.operator}: {what}" for proposal, what in repeats))
+        self.records.save_step(
+            self.id,
+            iteration,
+            operator=first.operator,
+            rationale=first.rationale,
+            patch=first.patch,
+            verdict="duplicate",
+            decision=json.dumps({"repeats": reasons}),
+        )
+        self._emit(
+            "decision",
+            stage=f"duplicate: the proposers only repeated earlier proposals ({len(repeats)} repeats); "
+            f"proposal {iteration + 1} of {self.config.max_proposals} is spent",
+        )
+        return "duplicate", None, None
 
     async def _propose(self, proposer: Proposer, context: ProposalContext) -> Proposal | None:
         """One proposer's candidate; its model spend counts toward the budgets, its outage pauses."""
@@ -448,13 +508,6 @@ class Optimization:
         self._emit("decision", stage=f"{verdict}: {why}" if why else verdict)
         return verdict, None, None
 
-    def _decided_before(self, candidate_hash: str, iteration: int) -> bool:
-        """Whether an earlier proposal of this run already tried exactly these files."""
-        return any(
-            row["candidate_hash"] == candidate_hash and row["iteration"] < iteration and row["verdict"]
-            for row in self.records.steps(self.id)
-        )
-
     async def _screen(self, candidate: Harness, incumbent: Harness, iteration: int) -> ScreenRecord:
         """Race the candidate against the incumbent's train episodes (see _screen.py). Only the
         candidate runs, one batch of new train tasks per round, each batch an evaluation of its own
@@ -465,11 +518,15 @@ class Optimization:
         order = race_order(failing, passing, random.Random(f"{self.config.seed}:{iteration}:screen"))
 
         async def evaluate(tasks: list[str]) -> dict[str, list[float | None]]:
-            self._emit("screen", stage=f"screening on {len(tasks)} more train tasks")
             key = hashlib.sha256(",".join(sorted(tasks)).encode()).hexdigest()[:8]
             return (await self._evaluate(candidate, "screen", key=key, tasks=tasks, k=1)).scores()
 
-        return await race(order, incumbent_train.scores(), evaluate, first=self.config.screen_size)
+        def announce(line: str) -> None:
+            self._emit("screen", stage=line)
+
+        return await race(
+            order, incumbent_train.scores(), evaluate, first=self.config.screen_size, announce=announce
+        )
 
     @cached_property
     def _operator_priors(self) -> Counts:
@@ -642,9 +699,9 @@ def _check_clean(config: OptimizeConfig) -> None:
         return
     try:
         dirty = git.dirty_files(config.harness)
-    except git.GitError as error:
+    except git.NotARepository:
         raise OptimizerError(
-            f"{config.harness} is not in a git repository ({error}); run `git init` and commit it, "
+            f"{config.harness} is not in a git repository; run `git init` and commit it, "
             "or pass --no-commit to only write accepted variants"
         ) from None
     try:

@@ -189,9 +189,14 @@ def step_record(row: dict[str, Any]) -> StepRecord:
 
 
 def _skip_reasons(row: dict[str, Any]) -> list[str]:
-    """Why a proposal never reached the gate (its load or render error, or why the screen dropped it)."""
+    """Why a proposal never reached the gate (its load or render error, what it repeated, or why the
+    screen dropped it)."""
     if row["verdict"] == "invalid" and row["decision"]:
         return [json.loads(row["decision"])["error"]]
+    if row["verdict"] == "duplicate" and row["decision"]:
+        return json.loads(row["decision"])["repeats"]
+    if row["verdict"] == "none" and row["candidate_hash"]:  # how runs before the `duplicate` verdict kept one
+        return ["the same files as the incumbent or an earlier proposal"]
     if row["verdict"] == "screened_out" and row["screen"]:
         reason = json.loads(row["screen"]).get("reason")  # records from before the race have none
         return [f"screen: {reason}"] if reason else []

@@ -69,7 +69,29 @@ def _task_mean(scores: Sequence[float | None]) -> float:
     return sum(score or 0.0 for score in scores) / len(scores) if scores else 0.0
 
 
-async def race(order: Sequence[str], incumbent: Scores, evaluate: Evaluate, *, first: int) -> ScreenRecord:
+def round_line(number: int, sizes: Sequence[int], first: int) -> str:
+    """What round `number` (from 1) of a race with cumulative `sizes` says as it starts: which round of how
+    many, the tasks it adds and how far into the train tasks that goes. When there are fewer train tasks
+    than `first` (--screen-size) asks for, it says so, rather than print a number that seems to ignore
+    the option."""
+    total, seen = sizes[-1], sizes[number - 1]
+    added = seen - (sizes[number - 2] if number > 1 else 0)
+    where = f"screening round {number} of {len(sizes)}"
+    if number > 1:
+        return f"{where}: {added} more train tasks, {seen} of {total}"
+    if total < first:
+        return f"{where}: all {total} train tasks (--screen-size is {first}, but there are only {total})"
+    return f"{where}: {added} of {total} train tasks"
+
+
+async def race(
+    order: Sequence[str],
+    incumbent: Scores,
+    evaluate: Evaluate,
+    *,
+    first: int,
+    announce: Callable[[str], None] | None = None,
+) -> ScreenRecord:
     """Race the candidate against the incumbent's stored train scores over `order`.
 
     Each round evaluates only the tasks it adds (`evaluate` returns the candidate's per-task
@@ -77,7 +99,8 @@ async def race(order: Sequence[str], incumbent: Scores, evaluate: Evaluate, *, f
     far is below the incumbent's, or if no task's score differs at all; otherwise it advances, and
     after the last round (the whole train sample) it goes to the gate. A tie that changed outcomes
     goes too: on 16 tasks a real gain often ties, and only the gate decides
-    (benchmarks/acceptance.py measures what that costs and buys).
+    (benchmarks/acceptance.py measures what that costs and buys). `announce` is given each round's
+    `round_line` before it runs.
     """
     tasks = list(order)
     seen: dict[str, list[float | None]] = {}
@@ -86,6 +109,8 @@ async def race(order: Sequence[str], incumbent: Scores, evaluate: Evaluate, *, f
     stopped, reason = "no_tasks", "no train tasks to screen on"
     for number, size in enumerate(sizes, start=1):
         batch = tasks[len(seen) : size]
+        if announce is not None:
+            announce(round_line(number, sizes, first))
         scores = await evaluate(batch)
         seen.update({task: list(scores[task]) for task in batch})
         deltas = [_task_mean(seen[task]) - _task_mean(incumbent[task]) for task in seen]

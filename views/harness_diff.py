@@ -3,6 +3,10 @@
 A line diff of a reworded prompt marks whole paragraphs changed; a word diff shows the three words
 that did. A line diff of harness.yaml shows indentation; a structured one says
 `agents.triage.demos: + triage_refund`. Both come from difflib and yaml, nothing else.
+
+Colour alone marks a changed word, and a CI log or a file has none: where the console shows no
+colour (not a terminal, NO_COLOR, TERM=dumb), word changes are spelled `[-old-]{+new+}` as in
+git's `--word-diff=plain`.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
@@ -23,31 +28,59 @@ WORD_DIFF_SUFFIXES = (".md", ".j2", ".jinja", ".txt")
 YAML_SUFFIXES = (".yaml", ".yml")
 CONTEXT_LINES = 2
 INSERTED, DELETED = "green", "red strike"
+DELETE_MARKS, INSERT_MARKS = ("[-", "-]"), ("{+", "+}")  # git's --word-diff=plain
 _TOKENS = re.compile(r"\n|[^\S\n]+|\w+|[^\w\s]")
 
 
 # -- words ----------------------------------------------------------------------------------------
 
 
-def word_diff(before: str, after: str, *, context: int | None = CONTEXT_LINES) -> Text:
+def word_diff(before: str, after: str, *, context: int | None = CONTEXT_LINES, marked: bool = False) -> Text:
     """`after` with deleted words struck through in red and inserted ones in green.
 
     Unchanged stretches longer than a few lines are cut to `context` lines around each change
-    (None keeps everything), so one reworded sentence in a long prompt stays one screen.
+    (None keeps everything), so one reworded sentence in a long prompt stays one screen. `marked`
+    also spells each change as `[-old-]{+new+}`, readable where colour is lost (a log, a file).
     """
-    a, b = _TOKENS.findall(before), _TOKENS.findall(after)
-    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    segments = _segments(before, after)
     text = Text()
-    for index, (op, a0, a1, b0, b1) in enumerate(opcodes):
+    for index, (op, chunk) in enumerate(segments):
         if op == "equal":
-            first, last = index == 0, index == len(opcodes) - 1
-            text.append(_elide("".join(a[a0:a1]), context, first=first, last=last))
-            continue
-        if op in ("delete", "replace"):
-            text.append("".join(a[a0:a1]), style=DELETED)
-        if op in ("insert", "replace"):
-            text.append("".join(b[b0:b1]), style=INSERTED)
+            first, last = index == 0, index == len(segments) - 1
+            text.append(_elide(chunk, context, first=first, last=last))
+        elif op == "delete":
+            text.append(_marked(chunk, DELETE_MARKS, marked), style=DELETED)
+        else:
+            text.append(_marked(chunk, INSERT_MARKS, marked), style=INSERTED)
     return text
+
+
+def _segments(before: str, after: str) -> list[list[str]]:
+    """[op, text] runs (equal, delete, insert) turning `before` into `after`. A word inserted or deleted
+    between unchanged text is slid past the space in front of it, so it reads `Be {+very +}kind`
+    rather than `Be{+ very+} kind`: the same two texts, split at the word."""
+    a, b = _TOKENS.findall(before), _TOKENS.findall(after)
+    segments: list[list[str]] = []
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            segments.append(["equal", "".join(a[a0:a1])])
+        if op in ("delete", "replace"):
+            segments.append(["delete", "".join(a[a0:a1])])
+        if op in ("insert", "replace"):
+            segments.append(["insert", "".join(b[b0:b1])])
+    for previous, change, following in zip(segments, segments[1:], segments[2:], strict=False):
+        if previous[0] == following[0] == "equal" != change[0]:
+            space = change[1][: len(change[1]) - len(change[1].lstrip())]
+            if space and following[1].startswith(space):
+                previous[1] += space
+                change[1] = change[1][len(space) :] + space
+                following[1] = following[1][len(space) :]
+    return segments
+
+
+def _marked(chunk: str, marks: tuple[str, str], marked: bool) -> str:
+    """The chunk inside `marks` when `marked`, whitespace and all, so both texts can be read back."""
+    return f"{marks[0]}{chunk}{marks[1]}" if marked else chunk
 
 
 def _elide(chunk: str, context: int | None, *, first: bool, last: bool) -> Text:
@@ -65,6 +98,31 @@ def _elide(chunk: str, context: int | None, *, first: bool, last: bool) -> Text:
     elif not last:
         parts.append(Text("\n"))
     return Text.assemble(*parts)
+
+
+def shows_no_colour(console: Console) -> bool:
+    """Whether `console` prints without colour, as rich decided when it was made: not a terminal
+    (piped to a file or a CI log), NO_COLOR set, or a dumb terminal."""
+    return console.no_color or console.color_system is None
+
+
+@dataclass(frozen=True)
+class WordDiff:
+    """A word diff that chooses its form when printed: coloured on a colour console, with
+    `[-old-]{+new+}` markers on one without, so the same view reads right in both."""
+
+    before: str
+    after: str
+    context: int | None = CONTEXT_LINES
+
+    def text(self, console: Console) -> Text:
+        return word_diff(self.before, self.after, context=self.context, marked=shows_no_colour(console))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text(console)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.text(console))
 
 
 # -- YAML -----------------------------------------------------------------------------------------
@@ -124,7 +182,7 @@ def _show(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=10_000).strip()
 
 
-def _change_cell(change: YamlChange) -> Text:
+def _change_cell(change: YamlChange) -> RenderableType:
     if change.kind == "added":
         return Text(_show(change.after), style=INSERTED)
     if change.kind == "removed":
@@ -140,7 +198,7 @@ def _change_cell(change: YamlChange) -> Text:
             *((f"+ {_show(item)} ", INSERTED) for item in added),
         )
     if isinstance(a, str) and isinstance(b, str) and (len(a) + len(b) > 60 or "\n" in a + b):
-        return word_diff(a, b, context=None)
+        return WordDiff(a, b, context=None)
     return Text.assemble((_show(a), DELETED), " → ", (_show(b), INSERTED))
 
 
@@ -166,7 +224,7 @@ def file_diff(name: str, before: str, after: str) -> RenderableType:
         if changes == []:
             return Text("same data; only comments or layout changed", style="dim")
     if name.endswith(WORD_DIFF_SUFFIXES):
-        return word_diff(before, after)
+        return WordDiff(before, after)
     patch = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), n=CONTEXT_LINES))
     return Syntax(patch, "diff", word_wrap=True)
 

@@ -20,7 +20,8 @@ from evals import RunStore, process_owner
 from harnesses.models import ModelUnavailable, ScriptedModel
 from optimizer import Operator, OptimizeConfig, OptimizerError, OptimizerPaused, optimize
 from optimizer._records import Records
-from views.optimize import render_optimize_result
+from optimizer._screen import round_line
+from views.optimize import event_line, render_optimize_result
 
 
 @pytest.fixture
@@ -301,6 +302,42 @@ def test_the_screen_drops_the_change_that_moved_nothing_and_races_the_helpful_on
     assert [len(r["tasks"]) for r in screens[0]["rounds"]] == [2]  # one round, then dropped
     assert [r["seen"] for r in screens[1]["rounds"]] == [2, 4, 6]  # the whole train sample
     assert screens[1]["passed"] and screens[1]["candidate_mean"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "screen_size,expected",
+    [
+        (
+            4,
+            [
+                "screening round 1 of 2: 4 of 6 train tasks",
+                "screening round 2 of 2: 2 more train tasks, 6 of 6",
+            ],
+        ),
+        (8, ["screening round 1 of 1: all 6 train tasks (--screen-size is 8, but there are only 6)"]),
+    ],
+)
+def test_the_screen_lines_print_the_rounds_the_screen_size_makes_of_the_train_tasks(
+    workspace: Path, screen_size: int, expected: list[str]
+):
+    lines: list[str] = []
+
+    def helpful_screen_lines(event) -> None:
+        if event.kind == "screen" and event.status.operator == "helpful":
+            lines.append(event_line(event).split("] ", 1)[1])
+
+    result = run(workspace, screen_size=screen_size, on_event=helpful_screen_lines)
+
+    assert lines == [*expected, "confirming on the gate set"]
+    assert result.steps[-1].verdict == "accept"
+
+
+def test_a_screen_line_says_which_round_of_how_many_and_how_far_into_the_train_tasks():
+    assert round_line(1, [3, 6, 12, 16], first=3) == "screening round 1 of 4: 3 of 16 train tasks"
+    assert round_line(4, [3, 6, 12, 16], first=3) == "screening round 4 of 4: 4 more train tasks, 16 of 16"
+    assert round_line(1, [5], first=6) == (
+        "screening round 1 of 1: all 5 train tasks (--screen-size is 6, but there are only 5)"
+    )
 
 
 def test_a_run_resumed_mid_screen_reaches_the_same_decision_without_rerunning_its_rounds(workspace: Path):
