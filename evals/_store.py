@@ -11,9 +11,12 @@ play the same episode again copies it from here instead (`reusable`), and the co
 in `reused_from`.
 
 Tables: `runs`, `harness_snapshots` (the files of every harness version evaluated, by content
-hash), `episodes`, `store_meta`. Other parts of Atoll add their own tables with `ensure_table`
-(the optimizer's `optimizations` and `proposals`); the model layer's response cache may share the
-file (`response_cache()`), in its own `model_calls` table.
+hash), `episodes`, `prompts` (the system messages episodes were sent, once per `Episode.prompt_hash`),
+`store_meta`. Other parts of Atoll add their own tables with `ensure_table` (the optimizer's
+`optimizations` and `proposals`); the model layer's response cache may share the file
+(`response_cache()`), in its own `model_calls` table. A store from before a table or column existed
+gains it when opened, and its older episodes read back without what it holds (no prompt hash: the
+prompt was not recorded).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any, Literal
 import sqlite_utils
 from pydantic import BaseModel, Field, TypeAdapter
 
-from harnesses import Episode, Event
+from harnesses import Episode, Event, PromptPart
 from harnesses.models import ModelUsage, ResponseCache
 from worlds import TIMESTAMP_FORMAT, AtollError, CallRecord
 
@@ -43,11 +46,12 @@ from .metrics import EpisodeOutcome, Metrics
 RUNS_DB_ENV = "ATOLL_RUNS_DB"
 DEFAULT_RUNS_DB = Path("runs") / "atoll.sqlite"
 STORE_VERSION = 1
-RESERVED_TABLES = ("runs", "harness_snapshots", "episodes", "store_meta", "model_calls")
+RESERVED_TABLES = ("runs", "harness_snapshots", "episodes", "prompts", "store_meta", "model_calls")
 
 RunStatus = Literal["running", "finished", "interrupted", "failed"]
 _EVENTS = TypeAdapter(list[Event])
 _CALLS = TypeAdapter(list[CallRecord])
+_PROMPTS = TypeAdapter(list[PromptPart])
 
 
 class StoreError(AtollError):
@@ -230,7 +234,7 @@ class RunStore:
                     "cost": float,
                     "latency": float,
                     "model_calls": int,
-                    "episode": str,  # the Episode as JSON, less the parts kept in their own columns
+                    "episode": str,  # the Episode as JSON, less the parts kept in their own columns or tables
                     "events": str,
                     "calls": str,
                     "diff": str,
@@ -238,14 +242,19 @@ class RunStore:
                     "created_at": str,
                     "reuse_key": str,  # a hash of what decided the episode (see `reusable`)
                     "reused_from": str,  # set when copied from an earlier run's episode
+                    "prompt_hash": str,  # the system messages sent, kept in `prompts`
                 },
                 pk=("run_id", "task_id", "seed"),
                 foreign_keys=[("run_id", "runs", "id")],
                 if_not_exists=True,
             )
-            for column in ("reuse_key", "reused_from"):  # a store from before episodes were reused
+            # A store from before episodes were reused, or their prompts kept.
+            for column in ("reuse_key", "reused_from", "prompt_hash"):
                 if column not in self.db["episodes"].columns_dict:
                     self.db["episodes"].add_column(column, str)
+            self.db["prompts"].create(
+                {"hash": str, "parts": str, "created_at": str}, pk="hash", if_not_exists=True
+            )
             self.db["runs"].create_index(["started_at"], if_not_exists=True)
             self.db["episodes"].create_index(["run_id", "passed"], if_not_exists=True)
             self.db["episodes"].create_index(["reuse_key"], if_not_exists=True)
@@ -410,7 +419,7 @@ class RunStore:
             "cost": usage.cost_usd,
             "latency": episode.duration_s,
             "model_calls": usage.model_calls,
-            "episode": episode.model_dump_json(exclude={"events", "calls", "diff"}),
+            "episode": episode.model_dump_json(exclude={"events", "calls", "diff", "prompts"}),
             "events": _EVENTS.dump_json(episode.events, exclude_defaults=True).decode(),
             "calls": _CALLS.dump_json(episode.calls).decode(),
             "diff": episode.diff.model_dump_json(),
@@ -418,12 +427,31 @@ class RunStore:
             "created_at": now_text(),
             "reuse_key": reuse_key,
             "reused_from": result.reused_from,
+            "prompt_hash": episode.prompt_hash,
         }
         # A plain statement on the connection: sqlite-utils' insert() inspects the table on every
         # call, which costs more than the write itself at hundreds of episodes a second.
         sql = f"INSERT OR REPLACE INTO episodes ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
         with self.transaction() as db:
             db.conn.execute(sql, tuple(row.values()))
+            if episode.prompts and episode.prompt_hash:
+                db.conn.execute(
+                    "INSERT OR IGNORE INTO prompts (hash, parts, created_at) VALUES (?, ?, ?)",
+                    (episode.prompt_hash, _PROMPTS.dump_json(episode.prompts).decode(), now_text()),
+                )
+
+    def _prompts(self, rows: Iterable[dict[str, Any]]) -> dict[str, list[PromptPart]]:
+        """The stored system messages of these episode rows, by hash, each text read once."""
+        wanted = list({row["prompt_hash"] for row in rows if row.get("prompt_hash")})
+        found: dict[str, list[PromptPart]] = {}
+        for start in range(0, len(wanted), 500):  # SQLite caps the parameters of one statement
+            chunk = wanted[start : start + 500]
+            with self._lock:
+                stored = self.db.execute(
+                    f"SELECT hash, parts FROM prompts WHERE hash IN ({', '.join('?' * len(chunk))})", chunk
+                ).fetchall()
+            found.update((key, _PROMPTS.validate_json(parts)) for key, parts in stored)
+        return found
 
     def forget_outages(self, run_id: str) -> int:
         """Delete a run's episodes that ended on a model outage, so resuming runs them again."""
@@ -446,9 +474,10 @@ class RunStore:
             )
             with self._lock:
                 rows = list(self.db["episodes"].rows_where(first, chunk))
+            prompts = self._prompts(rows)
             for row in rows:
                 source = row["reused_from"] or row["run_id"]
-                found[row["reuse_key"]] = _episode_result({**row, "reused_from": source})
+                found[row["reuse_key"]] = _episode_result({**row, "reused_from": source}, prompts)
         return found
 
     def episode_keys(self, run_id: str) -> set[tuple[str, int]]:
@@ -468,7 +497,8 @@ class RunStore:
             where, params = where + " AND seed = ?", [*params, seed]
         with self._lock:
             rows = list(self.db["episodes"].rows_where(where, params, order_by="task_id, seed"))
-        return [_episode_result(row) for row in rows]
+        prompts = self._prompts(rows)
+        return [_episode_result(row, prompts) for row in rows]
 
     def outcomes(self, run_id: str) -> list[EpisodeOutcome]:
         """What metrics need of a run's episodes, read without parsing transcripts."""
@@ -559,8 +589,10 @@ def owner_alive(owner: str | None) -> bool | None:
     return True
 
 
-def _episode_result(row: dict[str, Any]) -> EpisodeResult:
+def _episode_result(row: dict[str, Any], prompts: Mapping[str, list[PromptPart]]) -> EpisodeResult:
+    """An episodes row read back whole; `prompts` (by hash) gives its system messages, kept apart."""
     body = json.loads(row["episode"])
+    body["prompts"] = prompts.get(row.get("prompt_hash") or "", [])
     body["events"] = json.loads(row["events"])
     body["calls"] = json.loads(row["calls"])
     body["diff"] = json.loads(row["diff"])

@@ -17,6 +17,7 @@ from ._format import (
     ToolOverride,
 )
 from ._harness import Harness, load_harness
+from ._prompt import PromptKind, PromptPart, prompt_hash, render_prompt
 from ._runtime import run_episode
 from ._tools import ToolSpec, tool_specs
 from ._try import try_episode
@@ -38,6 +39,8 @@ __all__ = [
     "HarnessError",
     "Limits",
     "ParamsOverride",
+    "PromptKind",
+    "PromptPart",
     "ScriptedUser",
     "StopReason",
     "ToolOverride",
@@ -45,6 +48,8 @@ __all__ = [
     "UserSide",
     "content_hash",
     "load_harness",
+    "prompt_hash",
+    "render_prompt",
     "run_episode",
     "tool_specs",
     "try_episode",

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from worlds import CallRecord, Diff
 
 from ._format import SKILL_TOOL
+from ._prompt import PromptPart
 from .models import ModelUsage
 
 EPISODE_VERSION = 1
@@ -122,6 +123,12 @@ class Episode(BaseModel):
     seed: int
     clock: str = "fixed"
     task_id: str | None = None
+    # sha256 of the system messages sent (see `harnesses.prompt_hash`); None for an episode recorded
+    # before prompts were, or one where no agent was asked anything.
+    prompt_hash: str | None = None
+    # The messages themselves, each agent's once (the entry agent's first). The runs store keeps each text
+    # once per hash, apart from the episode, and fills this back in; empty where it holds no text for it.
+    prompts: list[PromptPart] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     calls: list[CallRecord] = Field(default_factory=list)
     diff: Diff = Field(default_factory=Diff)

@@ -3,7 +3,8 @@
 Render the agent's prompt, ask the model, run the tool calls it makes on the instance, feed
 the results back, and stop on a final reply, a stop tool or a limit. A sub-agent runs through
 its `delegate_to_<agent>` tool on the same instance, and its final answer comes back to the
-caller as the tool's result.
+caller as the tool's result. The system messages each agent was sent (see `harnesses/_prompt.py`)
+are recorded on the episode, as `prompts` and their `prompt_hash`.
 
 Nothing the model or the world does crashes an episode: a malformed action, an unknown tool
 or bad arguments become an error observation the agent reads; a model call that fails (a
@@ -33,6 +34,7 @@ from worlds import TIMESTAMP_FORMAT, Instance, ToolFailure, ToolResult
 from ._episode import NOT_REMEMBERED, CallMemory, Episode, Event, StopReason
 from ._format import Guards, Limits
 from ._harness import Harness
+from ._prompt import PromptPart, prompt_hash, retrieved_examples, sent_prompts, system_prompt
 from ._protocols import (
     MALFORMED,
     PROTOCOLS,
@@ -48,7 +50,6 @@ from ._protocols import (
     _one_line,
     error_json,
 )
-from ._retrieval import retrieved_demos
 from ._tools import ToolSpec, tool_specs
 from ._user import ScriptedUser, UserSide
 from .models import Model, ModelError, ModelParams, ModelResponse, ModelUsage, ScriptExhausted, get_model
@@ -86,6 +87,7 @@ class _Agent:
     protocol: TextProtocol | NativeProtocol
     system: str
     examples: str  # retrieved demos, shown after `system` so the prompt is the same for every task
+    prompts: list[PromptPart]  # `system` and `examples` as the protocol sends them, for the episode
     params: ModelParams
     specs: dict[str, ToolSpec]
     tools: list[dict[str, Any]] | None
@@ -177,6 +179,10 @@ class _Run:
         if self.world_bug is not None and stop_reason != "model_error":
             stop_reason, error = "world_bug", self.world_bug
         clock = self.instance.clock
+        # The entry agent first, then the others in harness.yaml's order: the same prompts hash the same
+        # whatever order the agents happened to run in.
+        order = [entry, *(name for name in self.harness.agents if name != entry)]
+        prompts = [part for name in order if name in self.agents for part in self.agents[name].prompts]
         return Episode(
             harness=self.harness.name,
             harness_hash=self.harness.hash,
@@ -186,6 +192,8 @@ class _Run:
             seed=self.instance.seed,
             clock=clock.mode + (f"@{clock.start.strftime(TIMESTAMP_FORMAT)}" if clock.start else ""),
             task_id=task_id,
+            prompt_hash=prompt_hash(prompts) if prompts else None,
+            prompts=prompts,
             events=self.events,
             calls=self.instance.log[log_start:],
             diff=self.instance.diff(),
@@ -210,42 +218,15 @@ class _Run:
             self.models[config.model] = model
         protocol = PROTOCOLS[harness.protocol_for(name, model.name)]
         specs = tool_specs(harness, name)
-        # The prompt depends only on these; a batch renders it once per task instead of per episode.
-        key = (
-            "system",
-            name,
-            protocol.name,
-            json.dumps(self.task, sort_keys=True, default=str),
-            str(self.now),
-        )
-        system = harness.memo.get(key)
-        if system is None:
-            system = harness.memo[key] = _with_rules(
-                harness.render_prompt(
-                    name,
-                    {
-                        "agent": name,
-                        "harness": harness.name,
-                        "documents": harness.world.documents,
-                        "task": self.task,
-                        "skills": {s: harness.skills[s] for s in config.skills},
-                        "tools": protocol.render_tools(specs),
-                        "demos": protocol.render_demos([harness.demos[d] for d in config.demos]),
-                        "protocol": protocol.name,
-                        "now": self.now,
-                    },
-                ),
-                config.rules,
-            )
+        system = system_prompt(harness, name, protocol, self.task, self.now)
+        examples = retrieved_examples(harness, name, protocol, opening)
         agent = _Agent(
             name=name,
             model=model,
             protocol=protocol,
             system=system,
-            examples=protocol.render_demos(
-                [harness.demos[d] for d in retrieved_demos(harness, name, opening)],
-                first=len(config.demos) + 1,
-            ),
+            examples=examples,
+            prompts=sent_prompts(name, protocol, system, examples),
             params=protocol.params(harness.params_for(name)),
             specs={spec.name: spec for spec in specs},
             tools=protocol.tools(specs),
@@ -477,14 +458,6 @@ class _Run:
 def _reply_now(agent: _Agent) -> str:
     """The reply guard's words: a small model that keeps acting forgets it must answer."""
     return f"Reply now with what you have found, {agent.protocol.how_to_reply}."
-
-
-def _with_rules(system: str, rules: list[str]) -> str:
-    """The rendered prompt with the agent's rules under a heading; unchanged when it has none."""
-    if not rules:
-        return system
-    lines = "\n".join(f"- {rule}" for rule in rules)
-    return f"{system.rstrip()}\n\nRules:\n{lines}\n"
 
 
 def _failure(tool: str, kind: str, message: str) -> ToolResult:

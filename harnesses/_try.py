@@ -16,7 +16,7 @@ from .models import Model, ResponseCache, check_credentials, get_model, resolve_
 async def try_episode(
     harness_path: Path | str,
     *,
-    fixture: str,
+    fixture: str | None = None,
     message: str,
     replies: Iterable[str] = (),
     model_name: str | None = None,
@@ -28,7 +28,7 @@ async def try_episode(
     user: Callable[[Model], UserSide] | None = None,
 ) -> Episode:
     """Load the harness, pick the model (`model_name`, else $ATOLL_MODEL, else the harness's default) and
-    run one episode on a fresh instance of `fixture`.
+    run one episode on a fresh instance of `fixture` (default: the world's default fixture).
 
     `seed` seeds the instance and is the sample index of every model call, as in an eval. For an eval
     task, `task_id` and `task_context` are passed on, and `user` builds its user side from the model. Raises
@@ -40,7 +40,8 @@ async def try_episode(
     check_credentials(name)
     model = get_model(name, cache=ResponseCache.default() if cache else None)
     side = user(model) if user is not None else ScriptedUser(message, replies)
-    with harness.world.instance(fixture, seed=seed, clock=clock) as instance:
+    chosen = fixture or harness.world.default_fixture
+    with harness.world.instance(chosen, seed=seed, clock=clock) as instance:
         return await run_episode(
             harness, instance, model, side, sample=seed, task_id=task_id, task_context=task_context
         )

@@ -1,4 +1,5 @@
-"""An episode for a person: the conversation, each tool call with its result, errors, and the world diff."""
+"""An episode for a person: the conversation, each tool call with its result, errors, and the world diff;
+and the system messages its agents were sent."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.padding import Padding
 from rich.rule import Rule
 from rich.text import Text
 
-from harnesses import Episode, Event
+from harnesses import Episode, Event, PromptKind, PromptPart
 from views.world_diff import render_diff, render_value
 
 _STOP_STYLES = {
@@ -21,6 +22,10 @@ _STOP_STYLES = {
     "world_bug": "red",
 }
 _INLINE_CHARS = 160  # a result this short (as JSON) stays on the call's line
+_PROMPT_TITLES: dict[PromptKind, str] = {
+    "system": "system prompt",
+    "demos": "retrieved demos (a system message of their own, after the prompt)",
+}
 
 
 def render_episode(episode: Episode, *, show_results: bool = True) -> RenderableType:
@@ -41,6 +46,18 @@ def render_episode(episode: Episode, *, show_results: bool = True) -> Renderable
     return Group(*parts)
 
 
+def render_prompts(parts: list[PromptPart], prompt_hash: str | None = None) -> RenderableType:
+    """The system messages agents were sent, each under a rule naming its agent and what it is; the text
+    is never wrapped, so printed with `crop=False` it can be copied or saved exactly."""
+    items: list[RenderableType] = []
+    for part in parts:
+        items.append(Rule(Text(f"{part.agent}: {_PROMPT_TITLES[part.kind]}"), style="dim", align="left"))
+        items.append(Text(part.text.rstrip("\n"), no_wrap=True, overflow="ignore"))
+    if prompt_hash is not None:
+        items.append(Rule(Text(f"prompt sha256 {prompt_hash}"), style="dim", align="left"))
+    return Group(*items)
+
+
 def _header(episode: Episode) -> Text:
     usage = episode.usage
     header = Text()
@@ -49,6 +66,8 @@ def _header(episode: Episode) -> Text:
     header.append(
         f"{episode.world}/{episode.fixture} seed {episode.seed} clock {episode.clock}\n", style="dim"
     )
+    prompt = f"prompt {episode.prompt_hash[:12]}" if episode.prompt_hash else "prompt not recorded"
+    header.append(f"{prompt}\n", style="dim")
     header.append("stopped: ")
     header.append(episode.stop_reason, style=_STOP_STYLES.get(episode.stop_reason, "yellow"))
     header.append(

@@ -30,7 +30,7 @@ from evals import (
     pass_hat_k,
     passes,
 )
-from views.episode import render_episode
+from views.episode import render_episode, render_prompts
 
 _STATUS_STYLES = {"finished": "green", "running": "yellow", "interrupted": "yellow", "failed": "red"}
 
@@ -198,8 +198,11 @@ def render_episode_result(result: EpisodeResult) -> RenderableType:
     return Group(title, render_episode(result.episode), render_grade(result.grade))
 
 
-def render_run(store: RunStore, ref: str, task: str | None = None, seed: int | None = None) -> RenderableType:
-    """`optimize show RUN [TASK]`: the run's summary and its failing episodes' verdicts, or a task's episodes whole."""
+def render_run(
+    store: RunStore, ref: str, task: str | None = None, seed: int | None = None, *, prompt: bool = False
+) -> RenderableType:
+    """`optimize show RUN [TASK]`: the run's summary and its failing episodes' verdicts, or a task's episodes
+    whole, each after the system messages it was sent when `prompt` is set."""
     run = store.run(ref)
     header = Text()
     header.append(f"run {run.id}", style="bold")
@@ -212,7 +215,21 @@ def render_run(store: RunStore, ref: str, task: str | None = None, seed: int | N
         episodes = store.episodes(run.id, task_id=task, seed=seed)
         if not episodes:
             return Group(header, Text(f"no stored episode of task {task!r} in this run", style="yellow"))
-        return Group(header, *(render_episode_result(e) for e in episodes))
+        shown: list[RenderableType] = [header]
+        for result in episodes:
+            episode = result.episode
+            if prompt and episode.prompts:
+                which = Text(
+                    f"task {result.task_id}  seed {result.seed}: the system messages sent", style="bold"
+                )
+                shown += [which, render_prompts(episode.prompts, episode.prompt_hash)]
+            elif prompt:
+                missing = "text not in this store" if episode.prompt_hash else "not recorded"
+                shown.append(
+                    Text(f"task {result.task_id}  seed {result.seed}: prompt {missing}", style="yellow")
+                )
+            shown.append(render_episode_result(result))
+        return Group(*shown)
     outcomes = store.outcomes(run.id)
     if not outcomes:
         return Group(header, Text("no episodes stored yet", style="yellow"))

@@ -1,0 +1,136 @@
+"""What an agent is sent before the conversation: its rendered prompt and, when it retrieves demos, those.
+
+The runtime builds every agent's system messages with `system_prompt`, `retrieved_examples` and
+`sent_prompts`; `render_prompt` calls the same three without a model, so what a person is shown is
+what the model gets. An episode records the messages (`Episode.prompts`) and their `prompt_hash`,
+and the runs store keeps each text once per hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from worlds import TIMESTAMP_FORMAT
+
+from ._harness import Harness
+from ._protocols import PROTOCOLS, NativeProtocol, TextProtocol
+from ._retrieval import retrieved_demos
+from ._tools import tool_specs
+from .models import resolve_model
+
+Protocol = TextProtocol | NativeProtocol
+
+PromptKind = Literal["system", "demos"]
+
+
+class PromptPart(BaseModel):
+    """One system message an agent is sent ahead of the conversation, exactly as sent."""
+
+    agent: str
+    # "system": the agent's rendered prompt; "demos": the demos retrieved for the request, sent as a
+    # message of their own after it (so the prompt itself stays the same for every task).
+    kind: PromptKind
+    text: str
+
+
+def prompt_hash(parts: Sequence[PromptPart]) -> str:
+    """sha256 of the messages in order, with their agent and kind: the same prompt hashes the same in
+    every run, so episodes that were told the same thing can be found and the text kept once."""
+    payload = json.dumps([part.model_dump() for part in parts], ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def system_prompt(harness: Harness, agent: str, protocol: Protocol, task: Mapping[str, Any], now: str) -> str:
+    """The agent's template rendered for `task` at `now`, with its rules under it.
+
+    It depends only on these, so it is kept in `harness.memo`: a batch renders it once per task, not per
+    episode. Raises HarnessError when the template fails on this task's values.
+    """
+    task_key = json.dumps(dict(task), sort_keys=True, default=str)
+    key = ("system", agent, protocol.name, task_key, now)
+    system = harness.memo.get(key)
+    if system is None:
+        config = harness.agent(agent)
+        specs = tool_specs(harness, agent)
+        system = harness.memo[key] = _with_rules(
+            harness.render_prompt(
+                agent,
+                {
+                    "agent": agent,
+                    "harness": harness.name,
+                    "documents": harness.world.documents,
+                    "task": dict(task),
+                    "skills": {s: harness.skills[s] for s in config.skills},
+                    "tools": protocol.render_tools(specs),
+                    "demos": protocol.render_demos([harness.demos[d] for d in config.demos]),
+                    "protocol": protocol.name,
+                    "now": now,
+                },
+            ),
+            config.rules,
+        )
+    return system
+
+
+def retrieved_examples(harness: Harness, agent: str, protocol: Protocol, opening: str) -> str:
+    """The demos retrieved for a run opened by `opening`, numbered after the agent's fixed demos; empty
+    when the agent retrieves none."""
+    config = harness.agent(agent)
+    return protocol.render_demos(
+        [harness.demos[d] for d in retrieved_demos(harness, agent, opening)], first=len(config.demos) + 1
+    )
+
+
+def sent_prompts(agent: str, protocol: Protocol, system: str, examples: str) -> list[PromptPart]:
+    """The system messages the protocol sends ahead of any turn, read from the messages it builds for a
+    model call, so they are the exact text sent: the prompt, then the retrieved demos if any."""
+    messages = protocol.messages(system, [], examples)
+    texts = [message["content"] for message in messages if message["role"] == "system"]
+    kinds: list[PromptKind] = ["system", "demos"]
+    return [PromptPart(agent=agent, kind=kind, text=text) for kind, text in zip(kinds, texts, strict=False)]
+
+
+def render_prompt(
+    harness: Harness,
+    agent: str | None = None,
+    *,
+    task_context: Mapping[str, Any] | None = None,
+    message: str | None = None,
+    model_name: str | None = None,
+    fixture: str | None = None,
+    seed: int = 0,
+    clock: str = "fixed",
+) -> list[PromptPart]:
+    """The system messages `agent` (default the entry agent) is sent, rendered by the runtime's own code
+    without calling any model: what `optimize try --show-prompt` prints.
+
+    Args:
+        task_context: shown to the template as `task`, as an eval task's `context` is.
+        message: the request the agent is opened with; it picks retrieved demos. None: no retrieved
+            demos are shown, as they depend on the request.
+        model_name: picks the protocol (`model_name`, else $ATOLL_MODEL, else the harness's default;
+            an agent with its own `model` uses that). Nothing is asked of it.
+        fixture, seed, clock: the instance whose clock gives `now` (fixture default: the world's default).
+    """
+    name = agent or harness.entry
+    model = harness.agent(name).model or resolve_model(model_name, harness.config.model)
+    protocol = PROTOCOLS[harness.protocol_for(name, model)]
+    chosen = fixture or harness.world.default_fixture
+    with harness.world.instance(chosen, seed=seed, clock=clock) as instance:
+        now = instance.now().strftime(TIMESTAMP_FORMAT)
+    system = system_prompt(harness, name, protocol, task_context or {}, now)
+    examples = retrieved_examples(harness, name, protocol, message) if message is not None else ""
+    return sent_prompts(name, protocol, system, examples)
+
+
+def _with_rules(system: str, rules: list[str]) -> str:
+    """The rendered prompt with the agent's rules under a heading; unchanged when it has none."""
+    if not rules:
+        return system
+    lines = "\n".join(f"- {rule}" for rule in rules)
+    return f"{system.rstrip()}\n\nRules:\n{lines}\n"
