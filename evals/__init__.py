@@ -15,6 +15,7 @@ from ._batch import (
     resume,
     resume_batch,
 )
+from ._check import CheckTally, Probe, SeedResult, SplitPower, SuiteCheck, TaskCheck, check_suite
 from ._graders import grade_episode, replay_reference
 from ._locate import suite_for
 from ._store import (
@@ -46,6 +47,7 @@ __all__ = [
     "BatchProgress",
     "BatchResult",
     "Check",
+    "CheckTally",
     "EpisodeOutcome",
     "EpisodeResult",
     "Expect",
@@ -57,19 +59,25 @@ __all__ = [
     "Matcher",
     "Metrics",
     "OnProgress",
+    "Probe",
     "PythonGrader",
     "ReferenceCall",
     "ReferenceFailed",
     "RunRecord",
     "RunStore",
+    "SeedResult",
     "SimulatedUser",
+    "SplitPower",
     "StoreError",
     "Suite",
+    "SuiteCheck",
     "SuiteConfig",
     "SuiteError",
     "Task",
+    "TaskCheck",
     "TaskMetrics",
     "UserSpec",
+    "check_suite",
     "compute_metrics",
     "evaluate",
     "evaluate_batch",

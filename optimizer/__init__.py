@@ -49,6 +49,14 @@ from ._operators import (
     default_operators,
 )
 from ._operators._common import Operator
+from ._power import (
+    GatePower,
+    acceptance_power,
+    gate_power,
+    regression_power,
+    run_power,
+    sign_test_needs,
+)
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unified_patch
 from ._registry import ENTRY_POINT_GROUP, make_operators, operator_names, register_operator
 from ._reports import DiffSide, Flip, ReportError, resolve_side, task_flips
@@ -90,6 +98,7 @@ __all__ = [
     "Flip",
     "GateConfig",
     "GateError",
+    "GatePower",
     "GateProgress",
     "GateReport",
     "GateRule",
@@ -127,12 +136,14 @@ __all__ = [
     "TaskRow",
     "TuneRetrieval",
     "TuneSampling",
+    "acceptance_power",
     "bootstrap_lower_bound",
     "commit_message",
     "compare",
     "decide",
     "default_operators",
     "gate",
+    "gate_power",
     "history",
     "load_baseline",
     "load_run_report",
@@ -140,10 +151,13 @@ __all__ = [
     "operator_names",
     "optimize",
     "register_operator",
+    "regression_power",
     "resolve_side",
     "run_gate",
+    "run_power",
     "save_baseline",
     "sign_test_greater",
+    "sign_test_needs",
     "task_flips",
     "unified_patch",
     "write_json",
