@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from commands import episodes, gate, optimize, serve, worlds
+from commands import episodes, gate, new, optimize, serve, suites, worlds
 from commands._shared import fail
 
 
@@ -42,11 +42,25 @@ world_app = typer.Typer(
     help="Explore worlds: their tables, tools, fixtures and documents.", no_args_is_help=True
 )
 app.add_typer(world_app, name="world")
+suite_app = typer.Typer(
+    help="Check eval suites: references, blind spots, and whether val can accept anything.",
+    no_args_is_help=True,
+)
+app.add_typer(suite_app, name="suite")
+new_app = typer.Typer(
+    help="Scaffold your own world, suite and harness: each loads and passes its checks at once.",
+    no_args_is_help=True,
+)
+app.add_typer(new_app, name="new")
 
 # In the order `optimize --help` lists them.
 world_app.command("list")(worlds.world_list)
 world_app.command("show")(worlds.world_show)
 world_app.command("call")(worlds.world_call)
+suite_app.command("check")(suites.suite_check)
+new_app.command("world")(new.new_world)
+new_app.command("suite")(new.new_suite)
+new_app.command("harness")(new.new_harness)
 app.command("try")(episodes.try_)
 app.command("eval")(episodes.eval_)
 app.command("runs")(episodes.runs)

@@ -16,7 +16,13 @@ if TYPE_CHECKING:
 out = Console()
 err = Console(stderr=True)
 
-# Options several commands share, defined once so they read and behave the same everywhere.
+# Arguments and options several commands share, defined once so they read and behave the same everywhere.
+HarnessArgument = Annotated[
+    Path | None,
+    typer.Argument(
+        help="The harness folder, e.g. `harnesses/support_agent`; default the `harness` of atoll.toml."
+    ),
+]
 SuiteOption = Annotated[
     Path | None,
     typer.Option(
@@ -66,6 +72,18 @@ def option_errors(error: ValidationError) -> str:
         message = item["msg"].removeprefix("Value error, ")
         lines.append(f"{option}: {message}" if option else message)
     return "\n".join(lines)
+
+
+def harness_or_default(harness: Path | None) -> Path:
+    """The harness the user named, else the project's default (atoll.toml `harness`), else a clear error."""
+    if harness is not None:
+        return harness
+    from worlds import PROJECT_FILE, find_project
+
+    project = find_project()
+    if project is None or project.harness is None:
+        fail(f"name a harness folder (e.g. harnesses/support_agent), or set `harness` in {PROJECT_FILE}")
+    return project.harness
 
 
 def print_json(payload: Any) -> None:

@@ -2,31 +2,35 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from commands._shared import (
     ConcurrencyOption,
+    HarnessArgument,
     ModelOption,
     ReuseOption,
     SuiteOption,
     err,
     fail,
+    harness_or_default,
     out,
     print_json,
 )
 
 
 def try_(
-    harness: Annotated[Path, typer.Argument(help="The harness folder, e.g. `harnesses/support_agent`.")],
+    harness: HarnessArgument = None,
     message: Annotated[str | None, typer.Option("--message", "-m", help="What the user says.")] = None,
     task: Annotated[
         str | None, typer.Option(help="Run an eval task instead (its fixture, user and grade).")
     ] = None,
     suite: SuiteOption = None,
-    fixture: Annotated[str, typer.Option(help="The world fixture to start from.")] = "small_shop",
+    fixture: Annotated[
+        str | None,
+        typer.Option(help="The world fixture to start from; default: the world's default fixture."),
+    ] = None,
     model: ModelOption = None,
     seed: Annotated[int, typer.Option(help="Instance seed and sample index.")] = 0,
     reply: Annotated[
@@ -35,23 +39,49 @@ def try_(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Ask the model again instead of replaying cached answers.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the episode as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the episode as JSON (its prompts and prompt_hash included).")
+    ] = False,
+    show_prompt: Annotated[
+        bool,
+        typer.Option(
+            "--show-prompt",
+            help="First print the system messages each agent that ran was sent, exactly. Without "
+            "--message or --task: print the entry agent's prompt for --fixture and --model, and run nothing.",
+        ),
+    ] = False,
 ) -> None:
     """Run one episode of a harness and show it: the conversation, each tool call and the world diff
     (with --task, also the grader's verdicts).
 
+    With --show-prompt, the system messages each agent was sent come first, as sent: its rendered prompt
+    and, when it retrieves demos, those (a message of their own). With --show-prompt and neither --message
+    nor --task, only the entry agent's prompt is rendered (no model is called, retrieved demos are not
+    shown as they depend on the request) and the command exits 0.
+
     Example: `optimize try harnesses/support_agent --message "Where is my order ORD-1092?"`
     or `optimize try harnesses/support_agent --task status-delivered`
+    or `optimize try harnesses/support_agent --show-prompt`
     """
     import asyncio
 
     from evals import grade_episode, load_suite, suite_for, user_for
-    from harnesses import load_harness, try_episode
-    from views.episode import render_episode
+    from harnesses import load_harness, prompt_hash, render_prompt, try_episode
+    from views.episode import render_episode, render_prompts
     from views.evals import render_grade
 
-    if (message is None) == (task is None):
+    if message is not None and task is not None:
         fail("give --message TEXT or --task ID (one of them)")
+    harness = harness_or_default(harness)
+    if message is None and task is None:
+        if not show_prompt:
+            fail("give --message TEXT or --task ID (one of them), or --show-prompt alone to see the prompt")
+        parts = render_prompt(load_harness(harness), model_name=model, fixture=fixture, seed=seed)
+        if as_json:
+            print_json({"prompt_hash": prompt_hash(parts), "prompts": [p.model_dump() for p in parts]})
+        else:
+            out.print(render_prompts(parts, prompt_hash(parts)), crop=False)  # whole lines, as sent
+        return
     options: dict[str, Any] = {"fixture": fixture, "message": message or "", "replies": reply or []}
     if task is not None:
         evals_suite = load_suite(suite or suite_for(load_harness(harness)))
@@ -69,6 +99,8 @@ def try_(
     if as_json:
         print_json(episode.model_dump(mode="json") | ({"grade": grade.model_dump()} if grade else {}))
     else:
+        if show_prompt:
+            out.print(render_prompts(episode.prompts, episode.prompt_hash), crop=False)
         out.print(render_episode(episode))
         if grade is not None:
             out.print(render_grade(grade))
@@ -77,9 +109,7 @@ def try_(
 
 
 def eval_(
-    harness: Annotated[
-        Path | None, typer.Argument(help="The harness folder, e.g. `harnesses/support_agent`.")
-    ] = None,
+    harness: HarnessArgument = None,
     suite: SuiteOption = None,
     split: Annotated[str | None, typer.Option(help="train, val or test; default all tasks.")] = None,
     k: Annotated[
@@ -102,8 +132,8 @@ def eval_(
     from harnesses import load_harness
     from views.evals import progress_bar, render_eval_result
 
-    if harness is None and resume is None:
-        fail("name a harness folder (e.g. harnesses/support_agent) or --resume RUN")
+    if resume is None:
+        harness = harness_or_default(harness)
     run_id: str | None = None
     try:
         with RunStore() as store, progress_bar(err) as on_progress:
@@ -158,13 +188,19 @@ def show(
     ],
     task: Annotated[str | None, typer.Argument(help="A task id: show its episode in full.")] = None,
     seed: Annotated[int | None, typer.Option(help="Which seed of the task (default the first).")] = None,
+    prompt: Annotated[
+        bool, typer.Option("--prompt", help="Also print the system messages the task's episodes were sent.")
+    ] = False,
 ) -> None:
-    """Show a stored run, or one episode of it: transcript, world diff and the grader's verdicts.
+    """Show a stored run, or one episode of it: transcript (headed by the prompt's hash), world diff and
+    the grader's verdicts; with --prompt, the prompt text too.
 
-    Example: `optimize show latest refund-damaged-blender`
+    Example: `optimize show latest refund-damaged-blender --prompt`
     """
     from evals import RunStore
     from views.evals import render_run
 
+    if prompt and task is None:
+        fail("--prompt shows one task's prompt: name the task, e.g. `optimize show latest TASK --prompt`")
     with RunStore() as store:
-        out.print(render_run(store, run_ref, task, seed))
+        out.print(render_run(store, run_ref, task, seed, prompt=prompt), crop=not prompt)

@@ -14,6 +14,7 @@ from commands._shared import (
     SuiteOption,
     err,
     fail,
+    harness_or_default,
     option_errors,
     out,
 )
@@ -21,8 +22,11 @@ from commands._shared import (
 
 def gate(
     harness: Annotated[
-        Path, typer.Argument(help="The harness folder; its working-tree files are the candidate.")
-    ],
+        Path | None,
+        typer.Argument(
+            help="The harness folder; its working-tree files are the candidate. Default atoll.toml's `harness`."
+        ),
+    ] = None,
     base: Annotated[
         str | None, typer.Option(help="Git ref of the base; default the merge base with the default branch.")
     ] = None,
@@ -76,13 +80,14 @@ def gate(
 
     from pydantic import ValidationError
 
-    from optimizer import GateConfig, run_gate, write_json
+    from optimizer import GateConfig, gate_power, run_gate, write_json
     from optimizer import save_baseline as store_baseline
     from views.gate import append_step_summary, gate_progress, render_gate, write_junit
+    from views.suite_check import before_first, power_warning
 
     try:
         config = GateConfig(
-            harness=harness,
+            harness=harness_or_default(harness),
             base=base,
             baseline=baseline,
             suite=suite,
@@ -98,9 +103,10 @@ def gate(
         )
     except ValidationError as error:
         fail(option_errors(error))
+    warning = power_warning(gate_power(config))  # a split too small for the sign test for losses
     try:
         with gate_progress(err) as progress:
-            report = asyncio.run(run_gate(config, on_progress=progress))
+            report = asyncio.run(run_gate(config, on_progress=before_first(warning, err, progress)))
         out.print(render_gate(report))
         if junit:
             write_junit(report, junit)

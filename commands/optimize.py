@@ -9,11 +9,13 @@ import typer
 
 from commands._shared import (
     ConcurrencyOption,
+    HarnessArgument,
     ModelOption,
     ReuseOption,
     SuiteOption,
     err,
     fail,
+    harness_or_default,
     option_errors,
     out,
     print_json,
@@ -21,9 +23,7 @@ from commands._shared import (
 
 
 def run(
-    harness: Annotated[
-        Path, typer.Argument(help="The harness folder to improve, e.g. `harnesses/support_agent`.")
-    ],
+    harness: HarnessArgument = None,
     suite: SuiteOption = None,
     model: ModelOption = None,
     proposer_model: Annotated[
@@ -89,12 +89,13 @@ def run(
     from pydantic import ValidationError
     from rich.live import Live
 
-    from optimizer import AcceptanceRule, OptimizeConfig, OptimizerEvent, OptimizerPaused, optimize
+    from optimizer import AcceptanceRule, OptimizeConfig, OptimizerEvent, OptimizerPaused, optimize, run_power
     from views.optimize import event_line, render_optimize_result, render_status
+    from views.suite_check import before_first, power_warning
 
     try:
         config = OptimizeConfig(
-            harness=harness,
+            harness=harness_or_default(harness),
             suite=suite,
             model=model,
             proposer_model=proposer_model,
@@ -120,6 +121,7 @@ def run(
         fail(option_errors(error))
     if resume:
         err.print(f"resuming {resume} with the settings it was started with; other options are ignored")
+    warning = None if resume else power_warning(run_power(config))  # a val split too small to accept anything
     if err.is_terminal:
         live: Any = Live(console=err, refresh_per_second=4, transient=False)
 
@@ -141,7 +143,7 @@ def run(
 
     with live:
         try:
-            result = asyncio.run(optimize(config, resume=resume, on_event=track))
+            result = asyncio.run(optimize(config, resume=resume, on_event=before_first(warning, err, track)))
         except OptimizerPaused as pause:
             fail(f"paused: {pause}", code=3)
         except KeyboardInterrupt:
@@ -162,7 +164,8 @@ def diff(
     seed: Annotated[int | None, typer.Option(help="With --task: which seed (default the first).")] = None,
 ) -> None:
     """Compare two harness versions or two runs: the file diff (prompts word by word, YAML by key),
-    the tasks that flipped, and for one task the two world diffs side by side.
+    the tasks that flipped, and for one task the two world diffs side by side. Without colour (piped,
+    in a CI log, or NO_COLOR set) changed words read `[-old-]{+new+}`, as in git's --word-diff=plain.
 
     Example: `optimize diff main worktree --harness harnesses/support_agent`
     """

@@ -19,11 +19,14 @@ from commands._shared import (
 
 def mcp_command(
     world_name: Annotated[
-        str, typer.Argument(metavar="WORLD", help="World name, e.g. `helpdesk`, or a module path.")
+        str, typer.Argument(metavar="WORLD", help="World name, e.g. `helpdesk` (see `optimize world list`).")
     ],
     fixture: Annotated[
-        str, typer.Option("--fixture", "-f", help="Fixture every session starts from, e.g. `small_shop`.")
-    ],
+        str | None,
+        typer.Option(
+            "--fixture", "-f", help="Fixture every session starts from; default the world's default."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Instance seed: picks the ids that tools generate.")] = 0,
     clock: ClockOption = "fixed",
     http: Annotated[
@@ -37,7 +40,7 @@ def mcp_command(
 ) -> None:
     """Serve a world's tools over MCP, one private instance per session.
 
-    Example: `optimize mcp helpdesk --fixture small_shop` (stdio), or add `--http --port 8765`.
+    Example: `optimize mcp helpdesk` (stdio, default fixture), or add `--fixture big_retailer --http --port 8765`.
     """
     from worlds import get_world
     from worlds.serve import run_mcp
@@ -46,7 +49,7 @@ def mcp_command(
     try:
         run_mcp(
             world,
-            fixture,
+            fixture or world.default_fixture,
             seed,
             clock=clock,
             http=http,
@@ -63,7 +66,7 @@ def mcp_command(
 def serve_command(
     worlds: Annotated[
         list[str] | None,
-        typer.Option("--world", "-w", help="World to offer (repeatable); default: all shipped."),
+        typer.Option("--world", "-w", help="World to offer (repeatable); default: every world found here."),
     ] = None,
     fixture: Annotated[
         str | None,
@@ -102,7 +105,9 @@ def serve_command(
         world=worlds[0] if worlds and len(worlds) == 1 else None, fixture=fixture, seed=seed, clock=clock
     )
     shown = f"http://{host}:{port}/" + ("?token=…" if token else "")
-    err.print(f"serving {', '.join(worlds) if worlds else 'every shipped world'} on {shown} (Ctrl-C stops)")
+    err.print(
+        f"serving {', '.join(worlds) if worlds else 'every world found here'} on {shown} (Ctrl-C stops)"
+    )
     try:
         run_server(
             host,

@@ -6,6 +6,7 @@ import json
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from commands._shared import (
@@ -17,34 +18,43 @@ from commands._shared import (
     print_json,
 )
 
+WORLD_HELP = (
+    "World name: a shipped one (`helpdesk`), an installed one (entry point `atoll.worlds`), a package in a "
+    "world folder of atoll.toml or $ATOLL_WORLDS_PATH, or a dotted module path. See `optimize world list`."
+)
+
 
 def world_list() -> None:
-    """List the worlds shipped with Atoll.
+    """List the worlds Atoll finds from here: shipped ones, installed ones (entry points in the group
+    `atoll.worlds`), and packages in the world folders of `atoll.toml` (`worlds = ["worlds"]`) or
+    `$ATOLL_WORLDS_PATH`. The default fixture is listed first.
 
     Example: `optimize world list`
     """
-    from worlds import get_world, list_worlds
+    from worlds import find_worlds, get_world
 
-    table = Table("world", "version", "tables", "tools", "fixtures", "description")
-    for name in list_worlds():
+    table = Table("world", "version", "tables", "tools", "fixtures", "from", "description")
+    for name, origin in sorted(find_worlds().items()):
         try:
             world = get_world(name)
         except Exception as error:  # one broken world must not hide the others
-            table.add_row(name, "", "", "", "", f"[red]cannot load: {error}[/]")
+            table.add_row(name, "", "", "", "", escape(origin), f"[red]cannot load: {escape(str(error))}[/]")
             continue
+        fixtures = [world.default_fixture, *(f for f in world.fixtures if f != world.default_fixture)]
         table.add_row(
             name,
             world.version,
             str(len(world.tables)),
             str(len(world.tools)),
-            ", ".join(world.fixtures),
+            ", ".join(fixtures),
+            escape(origin),
             world.description,
         )
     out.print(table)
 
 
 def world_show(
-    name: Annotated[str, typer.Argument(help="World name, e.g. `helpdesk`, or a module path.")],
+    name: Annotated[str, typer.Argument(help=WORLD_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Show a world: tables with row counts per fixture, tools with their parameters, fixtures, documents.
@@ -108,19 +118,23 @@ def world_show(
 
 
 def world_call(
-    world_name: Annotated[str, typer.Argument(metavar="WORLD", help="World name, e.g. `helpdesk`.")],
-    fixture: Annotated[str, typer.Argument(help="Fixture to start from, e.g. `small_shop`.")],
+    world_name: Annotated[str, typer.Argument(metavar="WORLD", help=WORLD_HELP)],
     tool: Annotated[str, typer.Argument(help="Tool to call, e.g. `get_order`.")],
     args: Annotated[
         str, typer.Option("--args", help='Arguments as a JSON object, e.g. \'{"order_id": "ORD-1001"}\'.')
     ] = "{}",
+    fixture: Annotated[
+        str | None,
+        typer.Option("--fixture", "-f", help="Fixture to start from; default the world's default."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Instance seed: picks the ids that tools generate.")] = 0,
     clock: ClockOption = "fixed",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result and diff as JSON.")] = False,
 ) -> None:
-    """Call one tool on a fresh instance of a fixture; print its result and the world diff.
+    """Call one tool on a fresh instance of a fixture; print its result and the world diff. Exits 1 when
+    the tool refuses or fails (the error's type and message are printed), 2 on invalid arguments.
 
-    Example: `optimize world call helpdesk small_shop get_order --args '{"order_id": "ORD-1001"}'`
+    Example: `optimize world call helpdesk get_order --args '{"order_id": "ORD-1001"}'`
     """
     from worlds import Clock, get_world
 
@@ -136,7 +150,7 @@ def world_call(
     if not isinstance(arguments, dict):
         fail('--args must be a JSON object, like \'{"order_id": "ORD-1001"}\'')
     try:
-        instance = world.instance(fixture, seed=seed, clock=Clock.parse(clock))
+        instance = world.instance(fixture or world.default_fixture, seed=seed, clock=Clock.parse(clock))
     except ValueError as error:
         fail(str(error))
     with instance:
@@ -150,7 +164,9 @@ def world_call(
         if result.ok:
             out.print(render_value(result.value, title=f"{tool} → result"))
         else:
-            err.print(f"[bold red]{tool} failed[/] [{result.error.type}] {result.error.message}")
+            err.print(
+                f"[bold red]{tool} failed:[/] {escape(result.error.type)}: {escape(result.error.message)}"
+            )
         out.print(render_diff(diff))
-    if not result.ok and result.error.type == "invalid_arguments":
-        raise typer.Exit(USAGE_ERROR)
+    if not result.ok:
+        raise typer.Exit(USAGE_ERROR if result.error.type == "invalid_arguments" else 1)

@@ -338,7 +338,7 @@ def load_suite(path: str | Path, *, world: World | None = None) -> Suite:
     except ValidationError as error:
         raise SuiteError([f"{where}: {field}: {message}" for field, message in _messages(error)]) from None
     try:
-        world = get_world(world if world is not None else config.world)
+        world = get_world(world if world is not None else config.world, near=folder)
     except WorldError as error:
         raise SuiteError(f"{where}: world: {error}") from None
 

@@ -216,7 +216,7 @@ def _build(files: dict[str, str], *, source: str, world: World | None) -> Harnes
         problems.add_validation(HARNESS_FILE, error)
         raise problems.error() from None
     try:
-        world = get_world(world if world is not None else config.world)
+        world = get_world(world if world is not None else config.world, near=source or None)
     except (WorldError, ImportError) as error:
         problems.add(HARNESS_FILE, "world", f"cannot load world {config.world!r}: {error}")
         raise problems.error() from None

@@ -68,7 +68,6 @@ def test_world_call_prints_the_result_and_the_diff_as_json():
             "world",
             "call",
             "helpdesk",
-            "small_shop",
             "add_order_note",
             "--args",
             '{"order_id": "ORD-1001", "note": "x"}',
@@ -83,11 +82,11 @@ def test_world_call_prints_the_result_and_the_diff_as_json():
 @pytest.mark.parametrize(
     "args,says",
     [
-        (["world", "call", "helpdesk", "small_shop", "nosuch"], "has no tool 'nosuch'"),
-        (["world", "call", "helpdesk", "nofixture", "get_order"], "has no fixture 'nofixture'"),
-        (["world", "call", "atlantis", "small_shop", "get_order"], "no world 'atlantis'"),
+        (["world", "call", "helpdesk", "nosuch"], "has no tool 'nosuch'"),
+        (["world", "call", "helpdesk", "get_order", "-f", "nofixture"], "has no fixture 'nofixture'"),
+        (["world", "call", "atlantis", "get_order"], "no world 'atlantis'"),
         (
-            ["world", "call", "helpdesk", "small_shop", "get_order", "--args", "{oops"],
+            ["world", "call", "helpdesk", "get_order", "--args", "{oops"],
             "--args is not valid JSON",
         ),
         (["try", "harnesses/support_agent"], "give --message TEXT or --task ID"),
@@ -99,3 +98,9 @@ def test_bad_input_is_one_clear_line_and_exit_code_2(args, says):
     assert result.exit_code == 2
     message = re.sub(r"\s+", " ", result.stderr)
     assert says in message and "Traceback" not in message
+
+
+def test_world_call_exits_1_on_a_tool_error_and_names_its_type():
+    result = runner.invoke(app, ["world", "call", "helpdesk", "get_order", "--args", '{"order_id": "ORD-9"}'])
+    assert result.exit_code == 1
+    assert "get_order failed: not_found: " in re.sub(r"\s+", " ", result.stderr)

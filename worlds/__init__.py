@@ -17,13 +17,18 @@ from ._errors import (
     WorldDefinitionError,
     WorldError,
 )
+from ._find import ENTRY_POINT_GROUP, PATH_VARIABLE, find_worlds, get_world, list_worlds
 from ._fixture import FixtureContext, FixtureData, FixtureSpec, cache_dir
 from ._instance import CallRecord, Instance, ToolFailure, ToolResult
+from ._project import PROJECT_FILE, Project, ProjectConfig, ProjectError, find_project
 from ._schema import Column, TableInfo
 from ._tool import Tool, ToolContext
-from ._world import Include, World, get_world, list_worlds
+from ._world import Include, World
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
+    "PATH_VARIABLE",
+    "PROJECT_FILE",
     "RUN_FAILED",
     "TIMESTAMP_FORMAT",
     "USAGE_ERROR",
@@ -38,6 +43,9 @@ __all__ = [
     "Include",
     "Instance",
     "InstanceClosed",
+    "Project",
+    "ProjectConfig",
+    "ProjectError",
     "RowChange",
     "RowUpdate",
     "TableDiff",
@@ -53,6 +61,8 @@ __all__ = [
     "WorldDefinitionError",
     "WorldError",
     "cache_dir",
+    "find_project",
+    "find_worlds",
     "get_world",
     "list_worlds",
 ]

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
-import pkgutil
 import random
 import sqlite3
 import threading
@@ -18,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ._clock import Clock
-from ._errors import UnknownFixture, UnknownWorld, WorldDefinitionError
+from ._errors import UnknownFixture, WorldDefinitionError
 from ._fixture import (
     ENGINE_VERSION,
     FixtureBuilder,
@@ -69,6 +67,7 @@ class World:
         self._includes = list(includes or [])
         self._own_tools: dict[str, Tool] = {}
         self._fixtures: dict[str, FixtureSpec] = {}
+        self._default_fixture: str | None = None
         self._built: dict[str, FixtureData] = {}
         self._build_lock = threading.Lock()
 
@@ -92,13 +91,26 @@ class World:
         return register(function) if function is not None else register
 
     def fixture(
-        self, name: str, *, epoch: str | datetime, seed: int = 0, description: str = ""
+        self,
+        name: str,
+        *,
+        epoch: str | datetime,
+        seed: int = 0,
+        description: str = "",
+        default: bool = False,
     ) -> Callable[[FixtureBuilder], FixtureBuilder]:
-        """Register a fixture builder: a deterministic function of `fx.rng` filling the schema."""
+        """Register a fixture builder: a deterministic function of `fx.rng` filling the schema.
+        `default` marks the fixture commands start from when none is named (else the first registered)."""
 
         def register(builder: FixtureBuilder) -> FixtureBuilder:
             if name in self._fixtures:
                 raise WorldDefinitionError(f"world {self.name!r}: fixture {name!r} is registered twice")
+            if default and self._default_fixture is not None:
+                raise WorldDefinitionError(
+                    f"world {self.name!r}: fixtures {self._default_fixture!r} and {name!r} are both marked default"
+                )
+            if default:
+                self._default_fixture = name
             self._fixtures[name] = make_fixture_spec(
                 name, builder, seed=seed, epoch=epoch, description=description
             )
@@ -172,6 +184,13 @@ class World:
     def fixtures(self) -> dict[str, FixtureSpec]:
         return dict(self._fixtures)
 
+    @property
+    def default_fixture(self) -> str:
+        """The fixture to start from when a command names none: the one marked default, else the first."""
+        if not self._fixtures:
+            raise UnknownFixture(f"world {self.name!r} has no fixtures: register one with @world.fixture")
+        return self._default_fixture or next(iter(self._fixtures))
+
     @cached_property
     def documents(self) -> dict[str, str]:
         """Texts the harness may show the agent, such as the policy."""
@@ -204,6 +223,8 @@ class World:
         return self
 
     def _included(self, include: Include) -> World:
+        from ._find import get_world  # the finder imports World
+
         return include.world if isinstance(include.world, World) else get_world(include.world)
 
     # -- fixtures ------------------------------------------------------------------------------
@@ -306,43 +327,3 @@ class World:
     def instance(self, fixture: str, *, seed: int = 0, clock: str | Clock | None = None) -> Instance:
         """A private in-memory copy of `fixture`; use it as a context manager to close it."""
         return Instance(self, self.load_fixture(fixture), seed=seed, clock=Clock.parse(clock))
-
-
-def _world_module(name: str) -> str:
-    return name if "." in name else f"worlds.{name}"
-
-
-def list_worlds() -> list[str]:
-    """The worlds shipped in this package: its sub-packages with a world.py (see worlds/README.md);
-    a world elsewhere is named by its module path."""
-    package = Path(__file__).parent
-    return sorted(
-        info.name
-        for info in pkgutil.iter_modules([str(package)])
-        if info.ispkg and not info.name.startswith("_") and (package / info.name / "world.py").exists()
-    )
-
-
-_loaded: dict[str, World] = {}
-
-
-def get_world(name: str | World) -> World:
-    """The world called `name` (`helpdesk`, or a module path such as `mypkg.myworld`), checked."""
-    if isinstance(name, World):
-        return name.validate()
-    if name in _loaded:
-        return _loaded[name]
-    module_name = _world_module(name)
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name and module_name.startswith(error.name):
-            raise UnknownWorld(
-                f"no world {name!r}; worlds here: {', '.join(list_worlds()) or 'none'}"
-            ) from None
-        raise
-    world = getattr(module, "world", None)
-    if not isinstance(world, World):
-        raise UnknownWorld(f"module {module_name!r} has no `world = World(...)`")
-    _loaded[name] = world.validate()
-    return world

@@ -59,8 +59,11 @@ def test_a_reset_naming_no_world_says_which_fields_are_missing(shop):
     session = manager(shop).open()
     with pytest.raises(NoInstance, match="`world` and `fixture`.*worlds: shop"):
         session.reset(ResetRequest())
-    with pytest.raises(NoInstance, match="needs `fixture`"):
-        session.reset(ResetRequest(world="shop"))
+
+
+def test_a_reset_naming_only_a_world_starts_from_its_default_fixture(shop):
+    instance = manager(shop).open().reset(ResetRequest(world="shop"))
+    assert instance.fixture.name == shop.default_fixture
 
 
 def test_an_unknown_world_fixture_or_clock_is_refused_by_name(shop):

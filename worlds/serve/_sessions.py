@@ -49,7 +49,9 @@ class ResetRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     world: str | None = Field(None, description="World name, e.g. `helpdesk`.")
-    fixture: str | None = Field(None, description="Fixture to start from, e.g. `small_shop`.")
+    fixture: str | None = Field(
+        None, description="Fixture to start from, e.g. `small_shop`; default the world's default fixture."
+    )
     seed: int | None = Field(None, ge=0, description="Instance seed: picks the ids that tools generate.")
     clock: str | None = Field(None, description="fixed, tick, wall, or fixed@YYYY-MM-DD HH:MM:SS.")
     episode_id: str | None = Field(None, max_length=255, description="Your name for this episode.")
@@ -75,11 +77,15 @@ class Session:
 
     def plan(self, request: ResetRequest) -> ResetRequest:
         """`request` completed from this session's last reset (so a bare reset restarts the same
-        fixture), else from the server's defaults; raises NoInstance when it names no world or fixture."""
+        fixture), else from the server's defaults, else the world's default fixture; raises NoInstance
+        when it names no world."""
         base = (
             self.request.model_copy(update={"episode_id": None}) if self.request else self._manager.defaults
         )
         merged = request.over(base)
+        if merged.world and not merged.fixture:
+            world = self._manager.catalog.get(merged.world)
+            merged = merged.model_copy(update={"fixture": world.default_fixture})
         if not merged.world or not merged.fixture:
             missing = " and ".join(f"`{f}`" for f in ("world", "fixture") if not getattr(merged, f))
             raise NoInstance(

@@ -1,0 +1,170 @@
+"""Finding a world by its name, wherever it lives.
+
+A world is a Python package whose `world` attribute is a `World`. `get_world("mydesk")` looks, in order:
+
+1. the worlds shipped in this package (`worlds/<name>/world.py`);
+2. installed packages that declare an entry point in the group `atoll.worlds`
+   (`mydesk = "mypkg.mydesk"` in their pyproject's `[project.entry-points."atoll.worlds"]`);
+3. world folders: each folder in `$ATOLL_WORLDS_PATH` (separated like PATH), then the `worlds = [...]`
+   folders of the project file (atoll.toml) above the file that names the world and above the current
+   directory; a folder holds packages `<folder>/<name>/__init__.py`.
+
+A dotted module path (`mypkg.mydesk`) is imported as it is. A world found by name must be called by
+that name (`World(name="mydesk")` in `mydesk/`), so errors, stored runs and the name you type agree.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+from types import ModuleType
+
+from ._errors import UnknownWorld, WorldDefinitionError
+from ._project import PROJECT_FILE, find_project
+from ._world import World
+
+ENTRY_POINT_GROUP = "atoll.worlds"
+PATH_VARIABLE = "ATOLL_WORLDS_PATH"
+SHIPPED = Path(__file__).parent
+
+_loaded: dict[str, World] = {}
+
+
+def get_world(name: str | World, *, near: Path | str | None = None) -> World:
+    """The world called `name`, checked; `near` is the file or folder that named it (a harness, a suite),
+    whose project file is searched too. UnknownWorld says what was searched and how to register one."""
+    if isinstance(name, World):
+        return name.validate()
+    if name in _loaded:
+        return _loaded[name]
+    if "." in name:
+        world = _world_of(_import(name, name), name)
+    else:
+        world = _find(name, near)
+        if world.name != name:
+            raise WorldDefinitionError(
+                f"world {name!r} declares World(name={world.name!r}); name the world as its folder or entry point"
+            )
+    _loaded[name] = _loaded.setdefault(world.name, world.validate())
+    return world
+
+
+def list_worlds(*, near: Path | str | None = None) -> list[str]:
+    """Every world name `get_world` can find from here (see the module docstring)."""
+    return sorted(find_worlds(near=near))
+
+
+def find_worlds(*, near: Path | str | None = None) -> dict[str, str]:
+    """Each findable world's name and where it comes from, first source winning as in `get_world`."""
+    found: dict[str, str] = {}
+    for name in _packages_in(SHIPPED, marker="world.py"):
+        found.setdefault(name, "shipped")
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(entry.name, f"entry point {entry.value}")
+    for folder, origin in _world_folders(near):
+        for name in _packages_in(folder, marker="__init__.py"):
+            found.setdefault(name, PROJECT_FILE if origin.endswith(PROJECT_FILE) else origin)
+    return found
+
+
+def _find(name: str, near: Path | str | None) -> World:
+    if (SHIPPED / name / "world.py").is_file():
+        return _world_of(_import(f"worlds.{name}", name), name)
+    for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        return _from_entry_point(entry, name)
+    for folder, _origin in _world_folders(near):
+        if (folder / name / "__init__.py").is_file():
+            return _world_of(_import_from(folder, name), name)
+    raise UnknownWorld(_not_found(name, near))
+
+
+def _world_folders(near: Path | str | None) -> Iterator[tuple[Path, str]]:
+    """The world folders to search, each with where it was configured; each folder once."""
+    seen: set[Path] = set()
+    for raw in os.environ.get(PATH_VARIABLE, "").split(os.pathsep):
+        folder = Path(raw).expanduser().resolve() if raw else None
+        if folder is not None and folder not in seen:
+            seen.add(folder)
+            yield folder, f"${PATH_VARIABLE}"
+    for start in (near, None):  # the project of the file that named the world, then of the cwd
+        project = find_project(start)
+        if project is None:
+            continue
+        for folder in project.world_folders:
+            if folder not in seen:
+                seen.add(folder)
+                yield folder, str(project.file)
+
+
+def _packages_in(folder: Path, *, marker: str) -> list[str]:
+    if not folder.is_dir():
+        return []
+    return sorted(
+        child.name
+        for child in folder.iterdir()
+        if child.name.isidentifier() and not child.name.startswith("_") and (child / marker).is_file()
+    )
+
+
+def _import(module_name: str, name: str) -> ModuleType:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name and module_name.startswith(error.name):
+            raise UnknownWorld(f"no world {name!r}: no module {module_name!r}") from None
+        raise
+
+
+def _import_from(folder: Path, name: str) -> ModuleType:
+    """Import package `name` from a world folder, as if the folder were on PYTHONPATH (so the package's
+    own absolute imports work), refusing a different module that already owns the name."""
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        origin = Path(getattr(loaded, "__file__", None) or "").resolve()
+        if not origin.is_relative_to(folder / name):
+            raise WorldDefinitionError(
+                f"world {name!r} in {folder}: a module named {name!r} is already imported from "
+                f"{origin.parent if origin.name else 'elsewhere'}; rename the world's folder"
+            )
+        return loaded
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
+    return importlib.import_module(name)
+
+
+def _from_entry_point(entry: EntryPoint, name: str) -> World:
+    try:
+        loaded = entry.load()
+    except Exception as error:  # a broken plug-in: name it, keep the traceback
+        raise WorldDefinitionError(
+            f"world {name!r}: entry point {entry.value!r} ({ENTRY_POINT_GROUP}) failed to load: {error}"
+        ) from error
+    return loaded if isinstance(loaded, World) else _world_of(loaded, name)
+
+
+def _world_of(module: ModuleType, name: str) -> World:
+    world = getattr(module, "world", None)
+    if not isinstance(world, World):
+        raise UnknownWorld(
+            f"world {name!r}: module {module.__name__!r} has no `world = World(...)` "
+            f"(import it in the package's __init__.py: `from .world import world`)"
+        )
+    return world
+
+
+def _not_found(name: str, near: Path | str | None) -> str:
+    shipped = ", ".join(_packages_in(SHIPPED, marker="world.py")) or "none"
+    plugins = ", ".join(entry.name for entry in entry_points(group=ENTRY_POINT_GROUP)) or "none"
+    folders = "; ".join(f"{folder} ({origin})" for folder, origin in _world_folders(near)) or (
+        f"none (no {PROJECT_FILE} with `worlds = [...]` here, ${PATH_VARIABLE} unset)"
+    )
+    return (
+        f"no world {name!r}. Searched: shipped worlds ({shipped}); entry points {ENTRY_POINT_GROUP!r} "
+        f"({plugins}); world folders: {folders}. To register it, put its package folder in a folder listed "
+        f'in {PROJECT_FILE} (worlds = ["worlds"]) or in ${PATH_VARIABLE}, or declare an entry point in '
+        f"the group {ENTRY_POINT_GROUP!r}; `optimize new world {name}` scaffolds one"
+    )
