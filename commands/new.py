@@ -12,7 +12,10 @@ from commands._shared import out
 NameArgument = Annotated[str, typer.Argument(help="A lower-case Python name, e.g. `mydesk`.")]
 IntoOption = Annotated[
     Path | None,
-    typer.Option("--into", help="Project folder to write into; default the folder of atoll.toml, else here."),
+    typer.Option(
+        "--into",
+        help="Project folder to write into (and its atoll.toml); default the nearest atoll.toml's, else here.",
+    ),
 ]
 
 
@@ -22,12 +25,9 @@ def new_world(name: NameArgument, into: IntoOption = None) -> None:
 
     Example: `optimize new world mydesk`, then `optimize world show mydesk`
     """
-    from worlds import get_world
     from worlds._new import new_world as scaffold
 
     made = scaffold(name, root=into)
-    world = get_world(name, near=made.folder)
-    world.load_fixture(world.default_fixture)  # builds: a scaffold that does not build is our bug
     _report(made.written, f"optimize world show {name}", f"optimize new suite {name}")
 
 

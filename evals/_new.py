@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from worlds import World, get_world
-from worlds._new import Scaffold, check_new_name, project_root, write_new_folder
+from worlds._new import Scaffold, project_at, project_root, write_new_folder
 
 from ._locate import SUITES_DIR
 from ._suite import SUITE_FILE, TASKS_DIR
@@ -29,13 +29,18 @@ _SCALARS = {"integer": 1, "number": 1.0, "boolean": True, "string": "example"}
 
 
 def new_suite(world_name: str, *, root: Path | None = None) -> Scaffold:
-    """Scaffold `<root>/evals/<world>/` (suite.yaml and tasks/examples.yaml) for `world_name`."""
-    check_new_name("suite", world_name)
+    """Scaffold `<suites>/<world>/` (suite.yaml and tasks/examples.yaml) for `world_name`, in the
+    project's suites folder (atoll.toml `suites`), else `evals/`."""
     root = project_root(root)
     world = get_world(world_name, near=root)
     tasks = _probe_tasks(world)
-    files = {SUITE_FILE: _suite_yaml(world), f"{TASKS_DIR}/examples.yaml": _tasks_yaml(world, tasks)}
-    folder = root / SUITES_DIR / world.name
+    files = {
+        SUITE_FILE: _suite_yaml(world, world_name),
+        f"{TASKS_DIR}/examples.yaml": _tasks_yaml(world, tasks),
+    }
+    project = project_at(root)
+    suites = project.suites_folder if project is not None and project.suites_folder else root / SUITES_DIR
+    folder = suites / world.name
     return Scaffold(folder, write_new_folder(folder, files))
 
 
@@ -101,15 +106,15 @@ def _fact(value: Any, arguments: dict[str, Any]) -> str | None:
     return (worded or texts or [None])[0]
 
 
-def _suite_yaml(world: World) -> str:
+def _suite_yaml(world: World, named: str) -> str:
     return f"""\
 # The eval suite of the {world.name} world. Atoll finds it for any harness of this world as
 # evals/{world.name} (or name it in harness.yaml: `suite: path`). Tasks live in tasks/*.yaml.
-# Check it with `optimize suite check evals/{world.name}`: every reference must pass at every seed,
+# Check it with `optimize suite check`: every reference must pass at every seed,
 # and it reports what a do-nothing agent scores and whether the val split is big enough to accept a
 # better harness (aim for 10+ val tasks). See docs/graders.md for every field.
-name: {world.name}
-world: {world.name}
+name: {json.dumps(world.name)}
+world: {json.dumps(named)}
 description: Starter tasks for {world.name}; replace them with what your users really ask.
 default_seeds: [0, 1, 2]   # each task runs once per seed; pass^k needs every seed to pass
 pass_threshold: 1.0        # an episode passes when every check passes
@@ -140,7 +145,7 @@ def _task_lines(world: World, task: dict[str, Any]) -> list[str]:
     lines = [
         f"- id: {tool.replace('_', '-')}",
         f"  split: {task['split']}",
-        f"  fixture: {world.default_fixture}",
+        f"  fixture: {json.dumps(world.default_fixture)}",
         f"  tags: [{'change' if task['writes'] else 'lookup'}]",
         "  user:",
         f"    message: {json.dumps(request, ensure_ascii=False)}",

@@ -18,7 +18,7 @@ from worlds._new import (
     write_new_folder,
 )
 
-from ._harness import load_harness
+from ._harness import Harness
 
 HARNESSES_DIR = "harnesses"
 TEMPLATES = Path(__file__).parent / "_templates" / "harness"
@@ -30,11 +30,11 @@ def new_harness(name: str, *, world: str, root: Path | None = None) -> Scaffold:
     check_new_name("harness", name)
     root = project_root(root)
     found = get_world(world, near=root)
-    files = render_templates(TEMPLATES, name=name, world=found.name)
+    files = render_templates(TEMPLATES, name=name, world=world)  # the name as given finds it again
     files["tools.yaml"] = _tools_yaml(found.name, list(found.tools))
     destination = root / HARNESSES_DIR / name
+    Harness.from_files(files, source=str(destination), world=found)  # a scaffold that fails is our bug
     written = write_new_folder(destination, files)
-    load_harness(destination)  # a scaffold that does not load is our bug: fail loudly here
     project = ensure_project_key(root, "harness", f'"{HARNESSES_DIR}/{name}"')
     return Scaffold(destination, written + ([project] if project else []))
 

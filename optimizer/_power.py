@@ -150,8 +150,8 @@ def _acceptance_message(power: SplitPower) -> str:
     if power.fewest_tasks is None or power.gain_per_task is None or power.mean_gain is None:
         return (
             f"{head}: the optimizer can never accept a variant: the sign test needs at least "
-            f"{power.sign_test_needs} tasks better and none worse (alpha {power.alpha:g}). Add "
-            f"{power.split} tasks, at least {power.sign_test_needs}{likely}{seeds}."
+            f"{power.sign_test_needs} tasks better and none worse (alpha {power.alpha:g}). Grow "
+            f"{power.split} to at least {power.sign_test_needs} tasks{likely}{seeds}."
         )
     figures = (
         f"at least {power.fewest_tasks} of {power.tasks} tasks better with none worse (each up "
@@ -160,13 +160,14 @@ def _acceptance_message(power: SplitPower) -> str:
     if power.verdict == "ok":
         return f"{head}: acceptance needs {figures}."
     advice = []
-    if power.fewest_tasks > power.tasks * UNLIKELY_SHARE:
+    if power.fewest_tasks > power.tasks * UNLIKELY_SHARE and power.tasks_for_ok is not None:
         advice.append(f"add {power.split} tasks{likely}{seeds}")
     if power.mean_gain > UNLIKELY_MEAN_GAIN:
         advice.append(
             f"lower --min-effect (now {power.min_effect:g}): that mean gain is above {UNLIKELY_MEAN_GAIN:g}"
         )
-    return f"{head}: acceptance is unlikely: it needs {figures}. To fix: {'; '.join(advice)}."
+    fix = f" To fix: {'; '.join(advice)}." if advice else ""
+    return f"{head}: acceptance is unlikely: it needs {figures}.{fix}"
 
 
 class GatePower(BaseModel):
@@ -213,7 +214,7 @@ def regression_power(
         )
         message = (
             f"{head}: its sign test for losses can never fail a change (it needs {needs} tasks worse and "
-            f"none better, alpha {rule.alpha:g}); only {guards} can{off}. Add {split} tasks, at least {needs}."
+            f"none better, alpha {rule.alpha:g}); only {guards} can{off}. Grow {split} to at least {needs} tasks."
         )
     else:
         message = f"{head}: the sign test for losses fires once {needs} tasks are worse and none better."

@@ -51,7 +51,7 @@ def git(root: Path, *args: str) -> None:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forget_new_modules: None) -> Path:
     """An empty git repository outside Atoll, as the current directory; the model is scripted."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ATOLL_RUNS_DB", str(tmp_path / "runs.sqlite"))
@@ -61,7 +61,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.setattr(worlds._find, "_loaded", dict(worlds._find._loaded))
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(sys, "modules", dict(sys.modules))  # each test imports its own `mydesk`
     model = ScriptedModel(fn=careful_agent)
     for module in (evals._batch, harnesses._try, optimizer._gate, optimizer._loop):
         monkeypatch.setattr(module, "get_model", lambda *_args, **_kwargs: model)
@@ -116,3 +115,15 @@ def test_scaffolds_refuse_to_overwrite_and_to_take_a_name_python_cannot_import(p
     bad = optimize("new", "world", "My-Desk")
     assert bad.exit_code == 2 and "lower-case Python name" in bad.stderr
     assert not (project / "worlds" / "My-Desk").exists()
+
+
+def test_scaffolds_follow_the_folders_atoll_toml_already_names(project: Path) -> None:
+    (project / "atoll.toml").write_text('worlds = ["src/worlds"]\nsuites = "checks"\n')
+    assert optimize("new", "world", "mydesk").exit_code == 0
+    assert optimize("new", "suite", "mydesk").exit_code == 0
+    assert optimize("new", "harness", "mydesk_agent", "-w", "mydesk").exit_code == 0
+
+    assert (project / "src" / "worlds" / "mydesk" / "world.py").is_file()
+    assert (project / "checks" / "mydesk" / "suite.yaml").is_file()
+    check = optimize("suite", "check")
+    assert check.exit_code == 0 and "checks/mydesk" in check.output

@@ -7,7 +7,7 @@ A world is a Python package whose `world` attribute is a `World`. `get_world("my
    (`mydesk = "mypkg.mydesk"` in their pyproject's `[project.entry-points."atoll.worlds"]`);
 3. world folders: each folder in `$ATOLL_WORLDS_PATH` (separated like PATH), then the `worlds = [...]`
    folders of the project file (atoll.toml) above the file that names the world and above the current
-   directory; a folder holds packages `<folder>/<name>/__init__.py`.
+   directory; a folder holds world packages `<folder>/<name>/` with a world.py, like the shipped ones.
 
 A dotted module path (`mypkg.mydesk`) is imported as it is. A world found by name must be called by
 that name (`World(name="mydesk")` in `mydesk/`), so errors, stored runs and the name you type agree.
@@ -16,6 +16,7 @@ that name (`World(name="mydesk")` in `mydesk/`), so errors, stored runs and the 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
@@ -32,6 +33,8 @@ PATH_VARIABLE = "ATOLL_WORLDS_PATH"
 SHIPPED = Path(__file__).parent
 
 _loaded: dict[str, World] = {}
+"""Shipped, installed and dotted worlds by the name asked; a folder's world is cached by Python's own
+import system (sys.modules), so the folder is still checked on every lookup."""
 
 
 def get_world(name: str | World, *, near: Path | str | None = None) -> World:
@@ -42,14 +45,16 @@ def get_world(name: str | World, *, near: Path | str | None = None) -> World:
     if name in _loaded:
         return _loaded[name]
     if "." in name:
-        world = _world_of(_import(name, name), name)
-    else:
-        world = _find(name, near)
-        if world.name != name:
-            raise WorldDefinitionError(
-                f"world {name!r} declares World(name={world.name!r}); name the world as its folder or entry point"
-            )
-    _loaded[name] = _loaded.setdefault(world.name, world.validate())
+        _loaded[name] = _world_of(_import(name, name), name).validate()
+        return _loaded[name]
+    world, cacheable = _find(name, near)
+    if world.name != name:
+        raise WorldDefinitionError(
+            f"world {name!r} declares World(name={world.name!r}); name the world as its folder or entry point"
+        )
+    world.validate()
+    if cacheable:
+        _loaded[name] = world
     return world
 
 
@@ -66,19 +71,20 @@ def find_worlds(*, near: Path | str | None = None) -> dict[str, str]:
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(entry.name, f"entry point {entry.value}")
     for folder, origin in _world_folders(near):
-        for name in _packages_in(folder, marker="__init__.py"):
+        for name in _packages_in(folder, marker="world.py"):
             found.setdefault(name, PROJECT_FILE if origin.endswith(PROJECT_FILE) else origin)
     return found
 
 
-def _find(name: str, near: Path | str | None) -> World:
+def _find(name: str, near: Path | str | None) -> tuple[World, bool]:
+    """The world and whether it may be cached by name (a folder's world depends on where one stands)."""
     if (SHIPPED / name / "world.py").is_file():
-        return _world_of(_import(f"worlds.{name}", name), name)
+        return _world_of(_import(f"worlds.{name}", name), name), True
     for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
-        return _from_entry_point(entry, name)
+        return _from_entry_point(entry, name), True
     for folder, _origin in _world_folders(near):
-        if (folder / name / "__init__.py").is_file():
-            return _world_of(_import_from(folder, name), name)
+        if (folder / name / "world.py").is_file():
+            return _world_of(_import_from(folder, name), name), False
     raise UnknownWorld(_not_found(name, near))
 
 
@@ -121,19 +127,31 @@ def _import(module_name: str, name: str) -> ModuleType:
 
 def _import_from(folder: Path, name: str) -> ModuleType:
     """Import package `name` from a world folder, as if the folder were on PYTHONPATH (so the package's
-    own absolute imports work), refusing a different module that already owns the name."""
-    loaded = sys.modules.get(name)
-    if loaded is not None:
-        origin = Path(getattr(loaded, "__file__", None) or "").resolve()
-        if not origin.is_relative_to(folder / name):
-            raise WorldDefinitionError(
-                f"world {name!r} in {folder}: a module named {name!r} is already imported from "
-                f"{origin.parent if origin.name else 'elsewhere'}; rename the world's folder"
-            )
-        return loaded
+    own absolute imports work), refusing when the name already means another module (the standard
+    library's, an installed package's, another project's world): that module would run instead."""
+    owner = module_origin(name)
+    if owner is not None and not owner.is_relative_to(folder / name):
+        raise WorldDefinitionError(
+            f"world {name!r} in {folder}: the name {name!r} is already the module at {owner}; "
+            "rename the world's folder (and its World(name=...))"
+        )
     if str(folder) not in sys.path:
         sys.path.append(str(folder))
     return importlib.import_module(name)
+
+
+def module_origin(name: str) -> Path | None:
+    """Where the top-level module `name` is (or would be) imported from; None if nowhere."""
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return Path(getattr(loaded, "__file__", None) or sys.executable).resolve()
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    return Path(spec.origin).resolve() if spec.origin and spec.has_location else Path(sys.executable)
 
 
 def _from_entry_point(entry: EntryPoint, name: str) -> World:

@@ -7,7 +7,9 @@ and renames it into place, so an interrupted scaffold leaves nothing half-writte
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,7 +18,7 @@ from pathlib import Path
 from jinja2.sandbox import SandboxedEnvironment
 
 from ._errors import AtollError
-from ._project import PROJECT_FILE, find_project
+from ._project import PROJECT_FILE, Project, find_project
 
 WORLD_TEMPLATES = Path(__file__).parent / "_templates" / "world"
 
@@ -41,6 +43,19 @@ def check_new_name(kind: str, name: str) -> None:
         )
 
 
+def check_new_world_name(name: str) -> None:
+    """A world package is imported by its name, so the name must not already mean another module (the
+    standard library's, an installed package's) or a world found first (a shipped one)."""
+    from ._find import SHIPPED, module_origin  # the finder imports the world engine
+
+    if (SHIPPED / name / "world.py").is_file():
+        raise ScaffoldError(f"world name {name!r}: Atoll ships a world of that name; choose another")
+    owner = module_origin(name)
+    if name in sys.stdlib_module_names or owner is not None:
+        where = "the standard library" if name in sys.stdlib_module_names else owner
+        raise ScaffoldError(f"world name {name!r} is already the module at {where}; choose another name")
+
+
 def render_templates(folder: Path, **values: str) -> dict[str, str]:
     """The files of a scaffold: each template in `folder`, rendered, with `.j2` dropped from its name."""
     environment = SandboxedEnvironment(keep_trailing_newline=True)
@@ -59,6 +74,7 @@ def write_new_folder(destination: Path, files: Mapping[str, str]) -> list[Path]:
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}-", dir=destination.parent))
     try:
+        staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; the folder is the user's source
         for relative, text in files.items():
             path = staging / relative
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,17 +86,35 @@ def write_new_folder(destination: Path, files: Mapping[str, str]) -> list[Path]:
     return [destination / relative for relative in files]
 
 
-def project_root(start: Path | None = None) -> Path:
-    """Where scaffolds go: the folder of the nearest atoll.toml, else `start` (default the cwd)."""
-    project = find_project(start)
-    return project.root if project is not None else (start or Path.cwd()).resolve()
+def remove_new_folder(folder: Path) -> None:
+    """Undo a scaffold that failed its own check, so the next attempt is not refused as existing."""
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def project_root(into: Path | None = None) -> Path:
+    """Where scaffolds go: `into` when given, else the folder of the nearest atoll.toml, else the cwd."""
+    if into is not None:
+        return into.resolve()
+    project = find_project()
+    return project.root if project is not None else Path.cwd().resolve()
+
+
+def project_at(root: Path) -> Project | None:
+    """The project file in `root` itself (not above it), if there is one."""
+    return find_project(root) if (root / PROJECT_FILE).is_file() else None
 
 
 def ensure_project_key(root: Path, key: str, value: str) -> Path | None:
     """Make `root`/atoll.toml set `key` (creating the file), unless it sets it already; the file's path
     if it was written. The file has only top-level keys, so appending a line keeps it valid TOML."""
     path = root / PROJECT_FILE
-    project = find_project(root) if path.is_file() else None
+    project = project_at(root)
     if project is not None and key in project.config.model_fields_set:
         return None
     header = (
@@ -95,10 +129,25 @@ def ensure_project_key(root: Path, key: str, value: str) -> Path | None:
 
 
 def new_world(name: str, *, root: Path | None = None) -> Scaffold:
-    """Scaffold the world package `name` in `<root>/worlds/` and register that folder in atoll.toml."""
+    """Scaffold the world package `name` in the project's first world folder (`worlds/`, registered in
+    atoll.toml when it names none), then find it by name and build its fixture: a scaffold that does
+    not pass that is removed again, so nothing half-made stays behind."""
+    from ._find import get_world  # the finder imports the world engine
+
     check_new_name("world", name)
     root = project_root(root)
-    folder = root / "worlds" / name
+    project = project_at(root)
+    folders = project.world_folders if project is not None else []
+    folder = (folders[0] if folders else root / "worlds") / name
+    if folder.exists():
+        raise ScaffoldError(f"{folder} already exists; choose another name or remove it")
+    check_new_world_name(name)
     written = write_new_folder(folder, render_templates(WORLD_TEMPLATES, name=name))
-    project = ensure_project_key(root, "worlds", '["worlds"]')
-    return Scaffold(folder, written + ([project] if project else []))
+    try:
+        registered = None if folders else ensure_project_key(root, "worlds", '["worlds"]')
+        world = get_world(name, near=folder)
+        world.load_fixture(world.default_fixture)
+    except BaseException:
+        remove_new_folder(folder)
+        raise
+    return Scaffold(folder, written + ([registered] if registered else []))

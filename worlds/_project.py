@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -71,13 +70,11 @@ def find_project(start: Path | str | None = None) -> Project | None:
     for candidate in (folder, *folder.parents):
         path = candidate / PROJECT_FILE
         if path.is_file():
-            return _read(path, path.stat().st_mtime_ns)
+            return _read(path)
     return None
 
 
-@lru_cache(maxsize=16)
-def _read(path: Path, _mtime: int) -> Project:
-    """Parse once per file version: every world lookup consults the project file."""
+def _read(path: Path) -> Project:
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:

@@ -11,18 +11,25 @@ from pathlib import Path
 import pytest
 
 import worlds._find as find
-from worlds import PATH_VARIABLE, ProjectError, UnknownWorld, World, WorldDefinitionError, find_project
+from worlds import (
+    PATH_VARIABLE,
+    AtollError,
+    ProjectError,
+    UnknownWorld,
+    World,
+    WorldDefinitionError,
+    find_project,
+)
 from worlds._new import new_world
 
 _names = (f"desk{i}" for i in itertools.count())
 
 
 @pytest.fixture(autouse=True)
-def fresh_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+def fresh_lookup(monkeypatch: pytest.MonkeyPatch, forget_new_modules: None) -> None:
     """Each test finds worlds afresh and leaves no import path or module behind."""
     monkeypatch.setattr(find, "_loaded", {})
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(sys, "modules", dict(sys.modules))
     monkeypatch.delenv(PATH_VARIABLE, raising=False)
 
 
@@ -100,10 +107,35 @@ def test_a_world_named_unlike_its_folder_is_refused(tmp_path: Path, monkeypatch:
     new_world(name, root=tmp_path)
     world_py = tmp_path / "worlds" / name / "world.py"
     world_py.write_text(world_py.read_text().replace(f'name="{name}"', 'name="other"'))
+    for module in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+        del sys.modules[module]  # new_world imported it to check it: read the edited file
     monkeypatch.chdir(tmp_path)
 
     with pytest.raises(WorldDefinitionError, match=r"declares World\(name='other'\)"):
         find.get_world(name)
+
+
+@pytest.mark.parametrize("name", ["json", "helpdesk", "pytest", "yes"])
+def test_a_world_name_that_already_means_a_module_is_refused_before_writing(
+    tmp_path: Path, name: str
+) -> None:
+    if name == "yes":  # a YAML boolean word: fine as a name, since every scaffold quotes it
+        assert new_world(name, root=tmp_path).folder.is_dir()
+        return
+    with pytest.raises(AtollError, match=f"world name '{name}'"):
+        new_world(name, root=tmp_path)
+    assert not (tmp_path / "worlds").exists()
+
+
+def test_a_new_world_goes_to_the_world_folder_the_project_already_names(tmp_path: Path) -> None:
+    (tmp_path / "atoll.toml").write_text('worlds = ["my_worlds"]\n')
+    name = next(_names)
+
+    made = new_world(name, root=tmp_path)
+
+    assert made.folder == (tmp_path / "my_worlds" / name).resolve()
+    assert (tmp_path / "atoll.toml").read_text() == 'worlds = ["my_worlds"]\n'
+    assert find.get_world(name, near=tmp_path).name == name
 
 
 def test_a_project_file_with_an_unknown_key_names_the_file_and_key(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from worlds import UnknownWorld, World, get_world, list_worlds
 
 
 class WorldCatalog:
-    """The worlds a server offers: the named ones (names, module paths or World objects), or all shipped."""
+    """The worlds a server offers: the named ones (names, module paths or World objects), or every world found from here."""
 
     def __init__(self, worlds: Iterable[str | World] | None = None) -> None:
         self._given: dict[str, str | World] = {}

@@ -82,6 +82,8 @@ class Session:
         base = (
             self.request.model_copy(update={"episode_id": None}) if self.request else self._manager.defaults
         )
+        if request.world and base is not None and request.world != base.world:
+            base = base.model_copy(update={"fixture": None})  # another world's fixture means nothing here
         merged = request.over(base)
         if merged.world and not merged.fixture:
             world = self._manager.catalog.get(merged.world)
