@@ -18,7 +18,22 @@ effect is zero. It also runs whole runs of null proposals against one incumbent 
 at least one false accept) and says whether the rule can see a real +10-point gain on 17 val tasks
 (helpdesk's gate set) at k=1.
 
-Run: python benchmarks/acceptance.py [--trials 1000] [--seed 0]
+Two more tables simulate the rule for `--objective cost|latency|tokens`
+(`optimizer._objective.decide_objective`, default rule): every task gets a true cost level, lognormal
+across tasks (median 5,000 tokens per episode, log-sd 1), and every episode a mean-one lognormal noise
+with coefficient of variation 0.3; the candidate's level is the incumbent's times (1 − true reduction).
+Quality is drawn as above, with an effect of 0 or a harm. They give the false-accept rate (no real
+reduction, equal quality: at most 5%), the accept rate of a 30% cut that costs 10 (or 5) quality
+points, and the power of 10–50% cuts at equal quality, with the median bounds of both figures.
+
+Independent outcomes (as in the first table) are the worst case for showing that quality holds: a
+candidate that changes nothing still loses some tasks by chance. A harness change that only trims
+tokens mostly leaves outcomes as they were, so the last table couples the sides: each candidate
+episode reuses the incumbent's random draw with probability 0.9 (same outcome at equal quality,
+nested outcomes under a harm). Both tables draw from the same stream, so their costs are the same.
+
+Run: python benchmarks/acceptance.py [--trials 1000] [--seed 0] [--objective-trials 500]
+    [--objective-coupling 0 0.9] [--objective-only]
 """
 
 from __future__ import annotations
@@ -39,6 +54,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from optimizer import OptimizeConfig  # noqa: E402
+from optimizer._objective import PairedCosts, decide_objective  # noqa: E402
 from optimizer._screen import race, race_order  # noqa: E402
 from optimizer.stats import PairedScores, decide  # noqa: E402
 
@@ -89,6 +105,117 @@ def run_cell(tasks: int, seeds: int, trials: int, rng: np.random.Generator) -> d
             accepted["wins>losses"][e] += (deltas > 0).sum() > (deltas < 0).sum()
             accepted["broken only"][e] += len(decision.reasons) == 1 and bool(decision.broken_tasks)
     return accepted
+
+
+OBJECTIVE_CELLS = ((GATE_SET, 1), (GATE_SET, 3), (50, 1), (50, 3))
+OBJECTIVE_SCENARIOS = (  # (column, true reduction of the cost, quality effect)
+    ("null", 0.0, 0.0),
+    ("30%,-10pt", 0.30, -0.10),
+    ("30%,-5pt", 0.30, -0.05),
+    ("10%", 0.10, 0.0),
+    ("20%", 0.20, 0.0),
+    ("30%", 0.30, 0.0),
+    ("50%", 0.50, 0.0),
+)
+NULL, HARM, MARGIN, POWER_30 = 0, 1, 2, 5  # indices into OBJECTIVE_SCENARIOS
+COST_MEDIAN, COST_LOG_SD, EPISODE_CV = 5000.0, 1.0, 0.3
+OBJECTIVE_ROWS = {
+    "accept": "accepted %",
+    "quality": "quality holds %",
+    "objective": "cut shown %",
+    "quality_bound": "median quality bound",
+    "reduction_bound": "median cut bound",
+}
+
+
+def objective_cell(
+    tasks: int, seeds: int, trials: int, coupling: float, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Per scenario and trial: accepted, no quality reason, no objective reason, the quality lower
+    bound and the reduction's lower bound."""
+    figures = {row: np.zeros((len(OBJECTIVE_SCENARIOS), trials)) for row in OBJECTIVE_ROWS}
+    names = [f"v{i}" for i in range(tasks)]
+    noise_sd = np.sqrt(np.log1p(EPISODE_CV**2))  # a mean-one lognormal with this coefficient of variation
+    for trial in range(trials):
+        rates = rng.uniform(size=tasks)
+        incumbent_draws = rng.uniform(size=(tasks, seeds))
+        incumbent = (incumbent_draws < rates[:, None]).astype(float)
+        # With probability `coupling` a candidate episode reuses the incumbent's draw (same outcome
+        # when quality is unchanged); otherwise it is drawn afresh, as in the first table.
+        reuse = rng.uniform(size=(tasks, seeds)) < coupling
+        draws = np.where(reuse, incumbent_draws, rng.uniform(size=(tasks, seeds)))
+        levels = COST_MEDIAN * rng.lognormal(0.0, COST_LOG_SD, size=tasks)
+        noise = rng.lognormal(-(noise_sd**2) / 2, noise_sd, size=(2, tasks, seeds))
+        incumbent_cost = levels[:, None] * noise[0]
+        for s, (_, reduction, effect) in enumerate(OBJECTIVE_SCENARIOS):
+            candidate = (draws < np.clip(rates + effect, 0.0, 1.0)[:, None]).astype(float)
+            candidate_cost = (1.0 - reduction) * levels[:, None] * noise[1]
+            decision = decide_objective(
+                PairedScores(incumbent=scores(names, incumbent), candidate=scores(names, candidate)),
+                PairedCosts(
+                    objective="tokens",
+                    incumbent=scores(names, incumbent_cost),
+                    candidate=scores(names, candidate_cost),
+                ),
+            )
+            figures["accept"][s, trial] = decision.accepted
+            figures["quality"][s, trial] = not any(r.startswith("quality:") for r in decision.reasons)
+            figures["objective"][s, trial] = not any(r.startswith("tokens:") for r in decision.reasons)
+            figures["quality_bound"][s, trial] = decision.comparison.lower_bound
+            figures["reduction_bound"][s, trial] = decision.objective.lower_bound
+    return figures
+
+
+def objective_table(trials: int, seed: int, coupling: float, console: Console) -> None:
+    """The cost rule's false-accept rate, its accept rate on a cut that costs quality, and its power."""
+    rng = np.random.default_rng([seed, 1])  # its own stream: the tables above stay as they were
+    console = Console(file=console.file, width=max(console.width, 120))  # ten columns: do not wrap them
+    table = Table(
+        title=f"Cost rule (decide_objective, default rule), simulated tokens: % of {trials} trials or median; "
+        f"columns: true cut, quality effect; seed {seed}, outcome coupling {coupling:g}"
+    )
+    for name in ("val tasks", "seeds", "figure"):
+        table.add_column(name, justify="left" if name == "figure" else "right")
+    for column, _, _ in OBJECTIVE_SCENARIOS:
+        table.add_column(column, justify="right")
+    started = time.perf_counter()
+    results = {}
+    for tasks, seeds in OBJECTIVE_CELLS:
+        figures = results[tasks, seeds] = objective_cell(tasks, seeds, trials, coupling, rng)
+        for row, (key, label) in enumerate(OBJECTIVE_ROWS.items()):
+            if key.endswith("_bound"):
+                medians = np.median(figures[key], axis=1)
+                cells = [f"{m:+.1%}" if key == "reduction_bound" else f"{m:+.3f}" for m in medians]
+            else:
+                cells = [f"{100 * rate:.1f}" for rate in figures[key].mean(axis=1)]
+            table.add_row(
+                str(tasks) if row == 0 else "",
+                str(seeds) if row == 0 else "",
+                label,
+                *cells,
+                end_section=row == len(OBJECTIVE_ROWS) - 1,
+            )
+    console.print(table)
+
+    def worst(scenario: int) -> float:
+        return max(100 * figures["accept"][scenario].mean() for figures in results.values())
+
+    def power(cell: tuple[int, int]) -> str:
+        return f"{100 * results[cell]['accept'][POWER_30].mean():.1f}%"
+
+    console.print(
+        f"{trials} trials per cell and column (a 5% rate to about ±{200 * np.sqrt(0.05 * 0.95 / trials):.1f} "
+        f"points, 2 s.e.). Costs lognormal across tasks (median {COST_MEDIAN:,.0f} tokens, log-sd "
+        f"{COST_LOG_SD:g}), per-episode noise CV {EPISODE_CV:g}; quality as in the first table, a candidate "
+        f"episode reusing the incumbent's draw with probability {coupling:g}. 'quality holds': the gate's "
+        "checks pass (lower bound >= -0.05, no always-passed task collapses, losses not significant); "
+        "'cut shown': the sign test (alpha 0.05) and the cut's lower bound above 10% pass.\n"
+        f"False accept with no real cut at equal quality: at most {worst(NULL):.1f}% over the cells "
+        f"({'within' if worst(NULL) <= 5 else 'ABOVE'} the 5% limit). A 30% cut that costs 10 quality points "
+        f"is accepted at most {worst(HARM):.1f}% of the time, one that costs 5 (the tolerance) at most "
+        f"{worst(MARGIN):.1f}%. Power for a 30% cut at equal quality: {power((GATE_SET, 1))} on {GATE_SET} "
+        f"val tasks at k=1, {power((50, 3))} on 50 at k=3. Took {time.perf_counter() - started:.0f} s.",
+    )
 
 
 def settle(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -234,9 +361,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1000, help="simulated comparisons per cell and effect")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulation")
+    parser.add_argument(
+        "--objective-trials",
+        type=int,
+        default=500,
+        help="simulated comparisons per cell and column of the cost rule, per coupling",
+    )
+    parser.add_argument(
+        "--objective-coupling",
+        type=float,
+        nargs="+",
+        default=[0.0, 0.9],
+        help="one cost-rule table per value: the chance that a candidate episode reuses the incumbent's "
+        "outcome draw (0: independent, as in the first table)",
+    )
+    parser.add_argument("--objective-only", action="store_true", help="print only the cost rule's table")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     console = Console()
+    if args.objective_only:
+        for coupling in args.objective_coupling:
+            objective_table(args.objective_trials, args.seed, coupling, console)
+        return
 
     table = Table(title=f"Acceptance rate, % of {args.trials} trials (simulated, seed {args.seed})")
     for name in ("tasks", "seeds", "rule"):
@@ -269,6 +415,8 @@ def main() -> None:
     started = time.perf_counter()
     pipeline_table(args.trials, rng, console)
     console.print(f"Took {time.perf_counter() - started:.0f} s.")
+    for coupling in args.objective_coupling:
+        objective_table(args.objective_trials, args.seed, coupling, console)
 
 
 if __name__ == "__main__":

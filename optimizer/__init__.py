@@ -28,6 +28,16 @@ from ._gate_result import (
 from ._git import GitError
 from ._history import HistoryEntry, history
 from ._loop import commit_message, optimize
+from ._objective import (
+    Objective,
+    ObjectiveComparison,
+    ObjectiveDecision,
+    ObjectiveRule,
+    PairedCosts,
+    ResourceObjective,
+    compare_objective,
+    decide_objective,
+)
 from ._operators import (
     AddDemo,
     AddRule,
@@ -111,6 +121,10 @@ __all__ = [
     "HideUnusedTools",
     "HistoryEntry",
     "MergeAgents",
+    "Objective",
+    "ObjectiveComparison",
+    "ObjectiveDecision",
+    "ObjectiveRule",
     "Operator",
     "OptimizeConfig",
     "OptimizeResult",
@@ -118,6 +132,7 @@ __all__ = [
     "OptimizerEvent",
     "OptimizerPaused",
     "OptimizerStatus",
+    "PairedCosts",
     "PairedScores",
     "ParentStrategy",
     "Pareto",
@@ -126,6 +141,7 @@ __all__ = [
     "Proposer",
     "ReorderDemos",
     "ReportError",
+    "ResourceObjective",
     "RunReport",
     "ScreenRecord",
     "ScreenRound",
@@ -140,7 +156,9 @@ __all__ = [
     "bootstrap_lower_bound",
     "commit_message",
     "compare",
+    "compare_objective",
     "decide",
+    "decide_objective",
     "default_operators",
     "gate",
     "gate_power",
