@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec
 
 import typer
 from rich.console import Console
@@ -49,6 +50,8 @@ TokenOption = Annotated[
 SessionsOption = Annotated[int, typer.Option(help="Most sessions (instances) alive at once.")]
 IdleOption = Annotated[float, typer.Option(help="Seconds after which an idle session is closed.")]
 
+P = ParamSpec("P")
+
 USAGE_ERROR = 2  # as worlds.USAGE_ERROR, without importing it for `--help`
 
 
@@ -84,6 +87,21 @@ def harness_or_default(harness: Path | None) -> Path:
     if project is None or project.harness is None:
         fail(f"name a harness folder (e.g. harnesses/support_agent), or set `harness` in {PROJECT_FILE}")
     return project.harness
+
+
+def before_first(warning: str | None, console: Console, callback: Callable[P, None]) -> Callable[P, None]:
+    """`callback`, printing `warning` on `console` just before its first call (a run's first event):
+    the warning shows once the run is under way, so a run that cannot start says only why."""
+    if warning is None:
+        return callback
+    pending = [warning]
+
+    def warned(*args: P.args, **kwargs: P.kwargs) -> None:
+        while pending:
+            console.print(pending.pop(), highlight=False, soft_wrap=True)
+        callback(*args, **kwargs)
+
+    return warned
 
 
 def print_json(payload: Any) -> None:

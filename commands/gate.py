@@ -12,6 +12,7 @@ from commands._shared import (
     ModelOption,
     ReuseOption,
     SuiteOption,
+    before_first,
     err,
     fail,
     harness_or_default,
@@ -83,7 +84,7 @@ def gate(
     from optimizer import GateConfig, gate_power, run_gate, write_json
     from optimizer import save_baseline as store_baseline
     from views.gate import append_step_summary, gate_progress, render_gate, write_junit
-    from views.suite_check import before_first, power_warning
+    from views.suite_check import power_warning
 
     try:
         config = GateConfig(

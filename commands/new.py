@@ -39,14 +39,14 @@ def new_suite(
 
     Example: `optimize new suite mydesk`, then `optimize suite check evals/mydesk`
     """
-    from evals import load_suite
+    from evals import display_path, load_suite
     from evals._new import new_suite as scaffold
 
     made = scaffold(world, root=into)
     load_suite(made.folder)
     _report(
         made.written,
-        f"optimize suite check {_shown(made.folder)}",
+        f"optimize suite check {display_path(made.folder)}",
         f"optimize new harness {world}_agent --world {world}",
     )
 
@@ -61,19 +61,17 @@ def new_harness(
 
     Example: `optimize new harness mydesk_agent --world mydesk`, then `optimize try --show-prompt`
     """
+    from evals import display_path
     from harnesses._new import new_harness as scaffold
 
     made = scaffold(name, world=world, root=into)
-    folder = _shown(made.folder)
+    folder = display_path(made.folder)
     _report(made.written, f"optimize try {folder} --show-prompt", f"optimize eval {folder}")
 
 
-def _shown(path: Path) -> Path:
-    here = Path.cwd().resolve()
-    return path.relative_to(here) if path.is_relative_to(here) else path
-
-
 def _report(written: list[Path], *next_steps: str) -> None:
+    from evals import display_path
+
     for path in written:
-        out.print(f"  wrote {_shown(path)}", highlight=False)
+        out.print(f"  wrote {display_path(path)}", highlight=False)
     out.print("next: " + "   then: ".join(f"[bold]{step}[/]" for step in next_steps), highlight=False)

@@ -13,6 +13,7 @@ from commands._shared import (
     ModelOption,
     ReuseOption,
     SuiteOption,
+    before_first,
     err,
     fail,
     harness_or_default,
@@ -91,7 +92,7 @@ def run(
 
     from optimizer import AcceptanceRule, OptimizeConfig, OptimizerEvent, OptimizerPaused, optimize, run_power
     from views.optimize import event_line, render_optimize_result, render_status
-    from views.suite_check import before_first, power_warning
+    from views.suite_check import power_warning
 
     try:
         config = OptimizeConfig(

@@ -30,7 +30,7 @@ from ._store import (
     now_text,
     process_owner,
 )
-from ._suite import SPLITS, Expect, Suite, SuiteConfig, SuiteError, Task, UserSpec, load_suite
+from ._suite import SPLITS, Expect, Suite, SuiteConfig, SuiteError, Task, UserSpec, display_path, load_suite
 from ._users import STOP_TOKEN, SimulatedUser, user_for
 from .graders._matchers import Matcher, values_equal
 from .graders._python import FixtureView, GraderDefinitionError, GraderError, GraderSpec, PythonGrader, grader
@@ -79,6 +79,7 @@ __all__ = [
     "UserSpec",
     "check_suite",
     "compute_metrics",
+    "display_path",
     "evaluate",
     "evaluate_batch",
     "grade_episode",

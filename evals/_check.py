@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, computed_field
 from harnesses import Episode, Event, Harness, load_harness
 from worlds import Diff
 
-from ._graders import _checks, grade_episode, reference_episode, replay_reference
+from ._graders import grade_episode, grade_state, reference_episode, replay_reference
 from ._suite import Suite, SuiteError, Task, display_path, load_suite
 from .graders._python import GraderError
 from .graders._reference import ReferenceFailed, replay
@@ -298,12 +298,10 @@ def _stray_write(suite: Suite, task: Task, seed: int, donors: list[Task]) -> Pro
         borrowed = log[len(task.reference) :]
         if not any(change.table not in audit for record in borrowed for change in record.changes):
             continue
-        episode = reference_episode(suite, task, seed, log, diff)
         try:
-            checks = _checks(suite, task, episode, state_only=True)
+            grade = grade_state(suite, task, reference_episode(suite, task, seed, log, diff))
         except ReferenceFailed as error:
             return Probe(status="error", detail=str(error))
-        grade = Grade.from_checks(checks, pass_threshold=suite.pass_threshold)
         return Probe(status="graded", detail=f"its reference, then {donor.id}'s", grade=grade)
     return Probe(
         status="skipped",

@@ -116,7 +116,12 @@ def replay_reference(suite: Suite | str | Path, task: Task | str, seed: int) -> 
     suite = suite if isinstance(suite, Suite) else _load(str(suite))
     task = task if isinstance(task, Task) else suite.task(task)
     log, diff = replay(suite.world, task.fixture, seed, task.clock, task.reference)
-    episode = reference_episode(suite, task, seed, log, diff)
+    return grade_state(suite, task, reference_episode(suite, task, seed, log, diff))
+
+
+def grade_state(suite: Suite, task: Task, episode: Episode) -> Grade:
+    """`episode` graded on the world's state only (rows, unchanged tables, no_other_writes,
+    matches_reference): for episodes with no conversation, such as a replayed reference."""
     return Grade.from_checks(
         _checks(suite, task, episode, state_only=True), pass_threshold=suite.pass_threshold
     )

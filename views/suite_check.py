@@ -8,10 +8,8 @@ written, a score the optimizer cannot tell from progress.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from typing import ParamSpec
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -19,7 +17,6 @@ from rich.text import Text
 from evals import Probe, SplitPower, SuiteCheck, TaskCheck
 from optimizer import GatePower
 
-P = ParamSpec("P")
 _VERDICT_STYLES = {"ok": "green", "unlikely": "yellow", "impossible": "bold red", "weak": "yellow"}
 
 
@@ -36,21 +33,6 @@ def power_warning(power: SplitPower | GatePower | None) -> str | None:
     if power is None or power.verdict == "ok":
         return None
     return f"[yellow]warning:[/] {escape(power.message)}"
-
-
-def before_first(warning: str | None, console: Console, callback: Callable[P, None]) -> Callable[P, None]:
-    """`callback`, printing `warning` on `console` just before its first call (a run's first event):
-    the warning shows once the run is under way, so a run that cannot start says only why."""
-    if warning is None:
-        return callback
-    pending = [warning]
-
-    def warned(*args: P.args, **kwargs: P.kwargs) -> None:
-        while pending:
-            console.print(pending.pop(), highlight=False, soft_wrap=True)
-        callback(*args, **kwargs)
-
-    return warned
 
 
 def _headline(check: SuiteCheck) -> Text:
