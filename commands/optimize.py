@@ -45,6 +45,30 @@ def run(
     min_effect: Annotated[
         float, typer.Option(help="Bootstrap lower bound of the mean gain must exceed this.")
     ] = 0.02,
+    objective: Annotated[
+        str,
+        typer.Option(
+            help="quality (raise the mean score), or cost, latency or tokens per episode: lowered while "
+            "quality stays non-inferior (within --tolerance)."
+        ),
+    ] = "quality",
+    min_reduction: Annotated[
+        float,
+        typer.Option(
+            help="With --objective cost|latency|tokens: the lower bound of the cut must exceed this."
+        ),
+    ] = 0.10,
+    tolerance: Annotated[
+        float,
+        typer.Option(help="With --objective cost|latency|tokens: how far mean quality may fall (its bound)."),
+    ] = 0.05,
+    models: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated models the optimizer may give each agent, e.g. "
+            "`local/gemma-3-270m,local/smollm2-135m`; default keep the harness's."
+        ),
+    ] = None,
     screen_size: Annotated[
         int,
         typer.Option(
@@ -82,7 +106,13 @@ def run(
     bound of the mean gain exceeds `--min-effect`, and no always-passing task breaks. Every
     accepted variant is one git commit of the harness folder, with the figures in its message.
 
+    With `--objective tokens` (or cost, latency) a variant is kept instead when quality is
+    non-inferior (the gate's rule, within `--tolerance`) and the objective is lower on more tasks than
+    not, with the bootstrap lower bound of the cut above `--min-reduction`; `--models` lets it choose a
+    model per agent.
+
     Example: `optimize run harnesses/support_agent --max-proposals 6`
+    or `optimize run harnesses/support_agent --objective tokens`
     """
     import asyncio
     import contextlib
@@ -90,7 +120,15 @@ def run(
     from pydantic import ValidationError
     from rich.live import Live
 
-    from optimizer import AcceptanceRule, OptimizeConfig, OptimizerEvent, OptimizerPaused, optimize, run_power
+    from optimizer import (
+        AcceptanceRule,
+        ObjectiveRule,
+        OptimizeConfig,
+        OptimizerEvent,
+        OptimizerPaused,
+        optimize,
+        run_power,
+    )
     from views.optimize import event_line, render_optimize_result, render_status
     from views.suite_check import power_warning
 
@@ -116,6 +154,9 @@ def run(
             commit=commit,
             seed=seed,
             rule=AcceptanceRule(min_effect=min_effect),
+            objective=objective,
+            objective_rule=ObjectiveRule(min_reduction=min_reduction, tolerance=tolerance),
+            models=[name.strip() for name in models.split(",") if name.strip()] if models else None,
             reuse=reuse,
         )
     except ValidationError as error:

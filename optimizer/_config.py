@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 from harnesses.models import ModelUsage
 from worlds import RUN_FAILED, AtollError
 
+from ._objective import Objective, ObjectiveRule
 from .stats import AcceptanceRule, Decision
 
 Strategy = Literal["greedy", "pareto"]
@@ -50,6 +51,17 @@ class OptimizeConfig(BaseModel):
     commit: bool = Field(True, description="Commit accepted variants to git (off: only write the files).")
     seed: int = 0
     rule: AcceptanceRule = Field(default_factory=AcceptanceRule)
+    objective: Objective = Field(
+        "quality",
+        description="What to improve: quality (the mean score), or cost, latency or tokens per episode "
+        "with quality held (non-inferior by `objective_rule`).",
+    )
+    objective_rule: ObjectiveRule = Field(
+        default_factory=ObjectiveRule, description="When a cheaper candidate is kept (objective != quality)."
+    )
+    models: list[str] | None = Field(
+        None, description="Models the optimizer may give each agent (any litellm names); None: keep them."
+    )
     score_test: bool = Field(
         True, description="Score the test split once the search ends, start and final, for the report."
     )
@@ -105,6 +117,10 @@ class StepRecord(BaseModel):
     wins: int | None = None  # val tasks the candidate did better / worse / the same on (decided ones)
     losses: int | None = None
     ties: int | None = None
+    objective: str | None = Field(None, description="cost, latency or tokens: what the run lowered.")
+    incumbent_spend: float | None = Field(None, description="The objective per episode, incumbent.")
+    candidate_spend: float | None = Field(None, description="The objective per episode, candidate.")
+    reduction_lower_bound: float | None = Field(None, description="Of the objective's relative reduction.")
     commit: str | None = None
     reasons: list[str] = Field(default_factory=list)
 
@@ -128,6 +144,11 @@ class OptimizeResult(BaseModel):
     val_final: float | None
     test_start: float | None = None
     test_final: float | None = None
+    objective: Objective = "quality"
+    val_spend_start: float | None = Field(None, description="The objective per episode (not quality).")
+    val_spend_final: float | None = None
+    test_spend_start: float | None = None
+    test_spend_final: float | None = None
     steps: list[StepRecord] = Field(default_factory=list)
     final_patch: str = ""
     episodes: int = 0

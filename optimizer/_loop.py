@@ -27,6 +27,7 @@ from evals import (
     now_text,
     suite_for,
 )
+from evals.metrics import EpisodeOutcome
 from harnesses import Harness, HarnessError, content_hash, load_harness
 from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
 
@@ -40,10 +41,18 @@ from ._config import (
     OptimizerPaused,
     OptimizerStatus,
 )
+from ._objective import (
+    ObjectiveDecision,
+    PairedCosts,
+    decide_objective,
+    load_decision,
+    objective_figures,
+    spent,
+)
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, held_out_leak, unified_patch
 from ._records import Records
 from ._registry import check_proposer, make_operators
-from ._screen import ScreenRecord, race, race_order
+from ._screen import CostRace, ScreenRecord, race, race_order
 from ._strategy import STRATEGIES, ParentStrategy
 from .stats import Decision, PairedScores, decide
 
@@ -93,13 +102,18 @@ def commit_message(
     c = decision.comparison
     rule = decision.rule
     headline = proposal.rationale.split("\n")[0]
+    if isinstance(decision, ObjectiveDecision):  # quality held, the objective lowered: both figures
+        bound = f"lower bound {c.lower_bound:+.3f} >= tolerance {-decision.rule.tolerance:+g}"
+        evidence = f"{bound}\nObjective: {objective_figures(decision.objective, decision.rule)}"
+    else:
+        evidence = f"lower bound {c.lower_bound:+.3f} > min effect {rule.min_effect}"
     return (
         f"atoll({proposal.operator}): {headline[:72]}\n\n"
         f"{proposal.rationale}\n\n"
         f"Gate (val split, {len(c.deltas)} tasks x {k} seed(s), paired): "
         f"{c.incumbent_mean:.3f} -> {c.candidate_mean:.3f} ({c.mean_delta:+.3f})\n"
         f"Sign test p={c.p_better:.4g} ({c.wins} tasks better, {c.losses} worse, {c.ties} tied); "
-        f"bootstrap {rule.confidence:.0%} lower bound {c.lower_bound:+.3f} > min effect {rule.min_effect} "
+        f"bootstrap {rule.confidence:.0%} {evidence} "
         f"({rule.resamples} resamples, seed {rule.seed})\n\n"
         f"Atoll-Run: {run_id}\nAtoll-Iteration: {iteration}\nAtoll-Operator: {proposal.operator}\n"
         f"Atoll-Harness: {harness_hash}\n"
@@ -361,6 +375,8 @@ class Optimization:
             world_tools=list(self.world.tools),
             rng=rng,
             iteration=iteration,
+            objective=self.config.objective,
+            models=self.config.models or [],
         )
         proposal, repeats = await self._new_proposal(iteration, context, incumbent)
         if proposal is None:
@@ -400,10 +416,7 @@ class Optimization:
             candidate_gate = await self._gate(candidate)
         except HarnessError as error:
             return self._invalid(iteration, str(error))
-        decision = decide(
-            PairedScores(incumbent=incumbent_gate.scores(), candidate=candidate_gate.scores()),
-            self.config.rule,
-        )
+        decision = self._decide(incumbent_gate, candidate_gate)
         self.records.save_step(self.id, iteration, decision=decision, verdict=decision.verdict)
         self._emit("decision", decision=decision, stage=decision.verdict)
         if not decision.accepted:
@@ -412,6 +425,24 @@ class Optimization:
         self._commit(iteration, proposal, decision, candidate)
         self.status.accepted += 1
         return "accept", candidate, candidate_gate
+
+    def _spend(self, *batches: BatchResult | None) -> dict[str, Any]:
+        """The objective per episode at the start and the end, on val and test, for a run that lowers one."""
+        objective = self.config.objective
+        if objective == "quality":
+            return {}
+        fields = ("val_spend_start", "val_spend_final", "test_spend_start", "test_spend_final")
+        return {"objective": objective} | {
+            name: _spend_mean(batch, objective) for name, batch in zip(fields, batches, strict=True)
+        }
+
+    def _decide(self, incumbent: BatchResult, candidate: BatchResult) -> Decision:
+        """The acceptance rule of the run's objective on both sides' gate-set episodes."""
+        scores = PairedScores(incumbent=incumbent.scores(), candidate=candidate.scores())
+        if self.config.objective == "quality":
+            return decide(scores, self.config.rule)
+        costs = PairedCosts.from_outcomes(_outcomes(incumbent), _outcomes(candidate), self.config.objective)
+        return decide_objective(scores, costs, self.config.objective_rule)
 
     async def _new_proposal(
         self, iteration: int, context: ProposalContext, incumbent: Harness
@@ -516,16 +547,34 @@ class Optimization:
         failing = [r.task_id for r in incumbent_train.failures()]
         passing = [r.task_id for r in incumbent_train.results if r.passed]
         order = race_order(failing, passing, random.Random(f"{self.config.seed}:{iteration}:screen"))
+        objective = self.config.objective
+        costs = (
+            None
+            if objective == "quality"
+            else CostRace(
+                objective=objective,
+                incumbent=spent(_outcomes(incumbent_train), objective),
+                tolerance=self.config.objective_rule.tolerance,
+            )
+        )
 
         async def evaluate(tasks: list[str]) -> dict[str, list[float | None]]:
             key = hashlib.sha256(",".join(sorted(tasks)).encode()).hexdigest()[:8]
-            return (await self._evaluate(candidate, "screen", key=key, tasks=tasks, k=1)).scores()
+            batch = await self._evaluate(candidate, "screen", key=key, tasks=tasks, k=1)
+            if costs is not None:
+                costs.candidate.update(spent(_outcomes(batch), costs.objective))
+            return batch.scores()
 
         def announce(line: str) -> None:
             self._emit("screen", stage=line)
 
         return await race(
-            order, incumbent_train.scores(), evaluate, first=self.config.screen_size, announce=announce
+            order,
+            incumbent_train.scores(),
+            evaluate,
+            first=self.config.screen_size,
+            announce=announce,
+            costs=costs,
         )
 
     @cached_property
@@ -586,7 +635,7 @@ class Optimization:
             files = self.store.harness_files(row["candidate_hash"])
             incumbent = Harness.from_files(files, source=str(self.harness_path), world=self.world)
             if not row["commit_sha"]:
-                decision = Decision.model_validate_json(row["decision"])
+                decision = load_decision(row["decision"])
                 proposal = Proposal(
                     operator=row["operator"],
                     rationale=row["rationale"],
@@ -619,12 +668,21 @@ class Optimization:
             val_final=_mean(incumbent_gate.scores()),
             test_start=test_start.metrics.mean_score if test_start else None,
             test_final=test_final.metrics.mean_score if test_final else None,
+            **self._spend(start_gate, incumbent_gate, test_start, test_final),
             steps=steps,
             final_patch=unified_patch(self.start.files(), incumbent.files()),
             episodes=s.episodes,
             usage=s.usage,
             elapsed_s=time.monotonic() - self.started,
         )
+
+
+def _spend_mean(batch: BatchResult | None, objective: str) -> float | None:
+    """The objective per episode on a batch: the mean over tasks of each task's mean (as the rule sums)."""
+    if batch is None or not batch.results:
+        return None
+    values = spent(_outcomes(batch), objective)  # type: ignore[arg-type]
+    return sum(sum(v or 0.0 for v in task) / len(task) for task in values.values()) / len(values)
 
 
 async def optimize(
@@ -716,3 +774,7 @@ def _check_clean(config: OptimizeConfig) -> None:
             f"{config.harness} has uncommitted changes ({', '.join(dirty[:5])}); commit or stash them first, "
             "so every accepted variant is one clean commit"
         )
+
+
+def _outcomes(batch: BatchResult) -> list[EpisodeOutcome]:
+    return [result.outcome() for result in batch.results]

@@ -18,17 +18,18 @@ often it keeps one that is.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.metrics import EpisodeOutcome
 
 from .stats import (
     TIE_TOLERANCE,
-    Comparison,
+    Decision,
     GateRule,
     PairedScores,
     _figures,
@@ -91,18 +92,11 @@ class PairedCosts(BaseModel):
         `usage.total_tokens`, latency `latency_s`."""
         incumbent, candidate = list(incumbent), list(candidate)
         PairedScores.from_outcomes(incumbent, candidate)  # refuses duplicate or unpaired (task, seed)
-        sides = []
-        for outcomes in (incumbent, candidate):
-            by_task: dict[str, list[EpisodeOutcome]] = {}
-            for outcome in sorted(outcomes, key=lambda o: o.seed):
-                by_task.setdefault(outcome.task_id, []).append(outcome)
-            sides.append(
-                {
-                    task: [None if o.errored else _value(o, objective) for o in runs]
-                    for task, runs in by_task.items()
-                }
-            )
-        return cls(objective=objective, incumbent=sides[0], candidate=sides[1])
+        return cls(
+            objective=objective,
+            incumbent=spent(incumbent, objective),
+            candidate=spent(candidate, objective),
+        )
 
     @property
     def tasks(self) -> list[str]:
@@ -262,37 +256,42 @@ def compare_objective(
     )
 
 
-class ObjectiveDecision(BaseModel):
+class ObjectiveDecision(Decision):
     """The optimizer's verdict on a candidate that should lower cost, latency or tokens at equal quality.
 
+    A `Decision` (verdict, reasons, the quality comparison as the CI gate computes it, both score
+    vectors), so the loop, its records and its views take either; plus the objective's figures.
     "accept" means quality is non-inferior and the objective is lower, both with confidence; "void"
     means either side errored (or went unmeasured) too often to judge.
     """
 
-    verdict: Literal["accept", "reject", "void"]
-    reasons: list[str] = Field(description="One line per failed condition; empty on accept.")
-    broken_tasks: list[str] = Field(
-        description="Tasks the incumbent always passed that the candidate fails half the time or more."
-    )
-    comparison: Comparison = Field(description="The quality figures, as the CI gate computes them.")
+    rule: ObjectiveRule  # type: ignore[assignment]  # the objective's rule, in place of AcceptanceRule
     objective: ObjectiveComparison
-    rule: ObjectiveRule
-    scores: PairedScores
     costs: PairedCosts
-
-    @computed_field
-    @property
-    def accepted(self) -> bool:
-        return self.verdict == "accept"
 
     def summary(self) -> str:
         """One line with both figures, for the log and the commit message."""
         return (
             f"{self.verdict}: quality (tolerance {-self.rule.tolerance:+g}) "
             f"{_figures(self.comparison, self.rule.confidence)}; "
-            f"{_objective_figures(self.objective, self.rule)}"
+            f"{objective_figures(self.objective, self.rule)}"
             + "".join(f"; {reason}" for reason in self.reasons)
         )
+
+
+def spent(outcomes: Iterable[EpisodeOutcome], objective: ResourceObjective) -> dict[str, list[float | None]]:
+    """Per task, each episode's value of the objective in seed order; None for an errored episode."""
+    by_task: dict[str, list[float | None]] = {}
+    for outcome in sorted(outcomes, key=lambda o: o.seed):
+        value = None if outcome.errored else _value(outcome, objective)
+        by_task.setdefault(outcome.task_id, []).append(value)
+    return by_task
+
+
+def load_decision(text: str) -> Decision:
+    """A stored decision read back as what it was: an ObjectiveDecision if it has objective figures."""
+    data = json.loads(text)
+    return (ObjectiveDecision if "objective" in data else Decision).model_validate(data)
 
 
 def decide_objective(
@@ -399,7 +398,8 @@ def _value(outcome: EpisodeOutcome, objective: ResourceObjective) -> float:
     return outcome.latency_s
 
 
-def _objective_figures(figures: ObjectiveComparison, rule: ObjectiveRule) -> str:
+def objective_figures(figures: ObjectiveComparison, rule: ObjectiveRule) -> str:
+    """The objective's figures in one line: for a decision's summary and the commit message."""
     unit = _UNITS[figures.objective]
     if figures.reduction is None or figures.lower_bound is None:
         reduction = "reduction undefined (incumbent total 0)"

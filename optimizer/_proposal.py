@@ -90,6 +90,12 @@ class ProposalContext(BaseModel):
     world_tools: list[str] = Field(default_factory=list)
     rng: random.Random
     iteration: int = 0
+    objective: str = Field(
+        "quality", description="What the run improves: quality, or cost, latency or tokens with quality held."
+    )
+    models: list[str] = Field(
+        default_factory=list, description="Models the run may give each agent; empty: keep the harness's."
+    )
 
     @field_validator("train_tasks")
     @classmethod

@@ -13,6 +13,7 @@ from typing import Any
 from evals import RunStore, live_status, now_text, process_owner
 
 from ._config import OptimizeConfig, StepRecord
+from ._objective import ObjectiveDecision, load_decision
 from .stats import Decision
 
 RUNS_TABLE = "optimizations"
@@ -168,10 +169,11 @@ def step_record(row: dict[str, Any]) -> StepRecord:
     """A proposal row as its record: a decided one with its gate figures, a screened-out one with its
     minibatch means, and the reason any proposal that never reached the gate was skipped."""
     decided = row["decision"] and row["verdict"] in ("accept", "reject", "void")
-    decision = Decision.model_validate_json(row["decision"]) if decided else None
+    decision = load_decision(row["decision"]) if decided else None
     c = decision.comparison if decision else None
     screen = json.loads(row["screen"]) if row["screen"] else {}
     return StepRecord(
+        **_spend(decision, screen),
         iteration=row["iteration"],
         operator=row["operator"] or "",
         rationale=row["rationale"] or "",
@@ -186,6 +188,23 @@ def step_record(row: dict[str, Any]) -> StepRecord:
         commit=row["commit_sha"],
         reasons=decision.reasons if decision else _skip_reasons(row),
     )
+
+
+def _spend(decision: Decision | None, screen: dict[str, Any]) -> dict[str, Any]:
+    """The objective's figures of a run that lowers one: from the gate's decision, else the screen's
+    last round."""
+    if isinstance(decision, ObjectiveDecision):
+        figures = decision.objective
+        return {
+            "objective": figures.objective,
+            "incumbent_spend": figures.incumbent_mean,
+            "candidate_spend": figures.candidate_mean,
+            "reduction_lower_bound": figures.lower_bound,
+        }
+    last = (screen.get("rounds") or [{}])[-1]
+    if last.get("incumbent_cost") is None:
+        return {}
+    return {"incumbent_spend": last["incumbent_cost"], "candidate_spend": last["candidate_cost"]}
 
 
 def _skip_reasons(row: dict[str, Any]) -> list[str]:

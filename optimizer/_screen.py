@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -31,13 +32,33 @@ class ScreenRound(BaseModel):
     candidate_mean: float
     wins: int
     losses: int
+    incumbent_cost: float | None = Field(None, description="With an objective: its mean per task so far.")
+    candidate_cost: float | None = None
+
+
+@dataclass
+class CostRace:
+    """What the race reads when the run lowers cost, latency or tokens: each side's per-task values of
+    the objective (the candidate's filled in by the caller's evaluate as each round runs), and how far
+    quality may fall behind before the candidate is dropped."""
+
+    objective: str
+    incumbent: Scores
+    tolerance: float
+    candidate: dict[str, list[float | None]] = field(default_factory=dict)
+
+    def means(self, tasks: Sequence[str]) -> tuple[float, float]:
+        """Both sides' mean over `tasks` of the per-task mean value (an unmeasured episode counts 0)."""
+        before = sum(_task_mean(self.incumbent[task]) for task in tasks) / len(tasks)
+        after = sum(_task_mean(self.candidate[task]) for task in tasks) / len(tasks)
+        return before, after
 
 
 class ScreenRecord(BaseModel):
     """What the race saw and why it stopped: stored in the proposal's `screen` column."""
 
     passed: bool
-    stopped: Literal["fell_behind", "no_change", "tied", "ahead", "no_tasks"]
+    stopped: Literal["fell_behind", "no_change", "tied", "ahead", "no_tasks", "not_cheaper", "cheaper"]
     reason: str = Field(description="One line: why the candidate goes to the gate or not.")
     rounds: list[ScreenRound]
     tasks: list[str] = Field(description="Every train task the candidate ran, in race order.")
@@ -91,6 +112,7 @@ async def race(
     *,
     first: int,
     announce: Callable[[str], None] | None = None,
+    costs: CostRace | None = None,
 ) -> ScreenRecord:
     """Race the candidate against the incumbent's stored train scores over `order`.
 
@@ -101,6 +123,10 @@ async def race(
     goes too: on 16 tasks a real gain often ties, and only the gate decides
     (benchmarks/acceptance.py measures what that costs and buys). `announce` is given each round's
     `round_line` before it runs.
+
+    With `costs` (a run lowering cost, latency or tokens) the race asks instead: is quality within
+    the tolerance of the incumbent's, and is the objective lower on the tasks seen? Unchanged
+    outcomes are what such a candidate should have, so they do not stop it.
     """
     tasks = list(order)
     seen: dict[str, list[float | None]] = {}
@@ -129,6 +155,19 @@ async def race(
             )
         )
         figures = f"{before:.3f} -> {after:.3f} on {len(seen)} train tasks ({wins} better, {losses} worse)"
+        if costs is not None:
+            spent_before, spent_after = costs.means(list(seen))
+            rounds[-1].incumbent_cost, rounds[-1].candidate_cost = spent_before, spent_after
+            spent = f"{costs.objective} {spent_before:.4g} -> {spent_after:.4g}; quality {figures}"
+            if after < before - costs.tolerance - TIE_TOLERANCE:
+                stopped, reason = "fell_behind", f"quality fell behind in round {number}: {spent}"
+                break
+            if spent_after >= spent_before:
+                stopped, reason = "not_cheaper", f"no lower {costs.objective} in round {number}: {spent}"
+                break
+            if size == len(tasks):
+                stopped, reason = "cheaper", f"lower {costs.objective} after round {number}: {spent}"
+            continue
         if after < before - TIE_TOLERANCE:
             stopped, reason = "fell_behind", f"fell behind in round {number}: {figures}"
             break
@@ -141,7 +180,7 @@ async def race(
             reason = f"{'ahead' if ahead else 'tied, with outcomes changed,'} after round {number}: {figures}"
     incumbent_seen = {task: list(incumbent[task]) for task in seen}
     return ScreenRecord(
-        passed=stopped in ("ahead", "tied"),
+        passed=stopped in ("ahead", "tied", "cheaper"),
         stopped=stopped,
         reason=reason,
         rounds=rounds,

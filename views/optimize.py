@@ -8,7 +8,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from optimizer import OptimizeResult, OptimizerEvent, OptimizerStatus
+from optimizer import OptimizeResult, OptimizerEvent, OptimizerStatus, StepRecord
 
 
 def _score(value: float | None) -> str:
@@ -86,17 +86,28 @@ def render_optimize_result(result: OptimizeResult, *, show_patch: bool = True) -
             "No variant beat the incumbent with confidence; the harness is unchanged.", style="bold yellow"
         )
     )
-    scores = Table("split", "start", "final", title="Scores (mean over tasks)", title_justify="left")
-    scores.add_row("val (gate)", _score(result.val_start), _score(result.val_final))
+    spending = result.objective != "quality"
+    columns = ["split", "start", "final"] + (
+        [f"{result.objective} start", f"{result.objective} final"] if spending else []
+    )
+    title = "Scores (mean over tasks)" + (f" and {result.objective} per episode" if spending else "")
+    scores = Table(*columns, title=title, title_justify="left")
+    val_spend = [_spend(result.val_spend_start), _spend(result.val_spend_final)] if spending else []
+    scores.add_row("val (gate)", _score(result.val_start), _score(result.val_final), *val_spend)
     if result.test_start is not None:
+        test_spend = [_spend(result.test_spend_start), _spend(result.test_spend_final)] if spending else []
         scores.add_row(
-            "test (reported, never used to decide)", _score(result.test_start), _score(result.test_final)
+            "test (reported, never used to decide)",
+            _score(result.test_start),
+            _score(result.test_final),
+            *test_spend,
         )
     steps = Table(
         "#",
         "operator",
         "verdict",
         "incumbent → candidate (screen or gate)",
+        *([result.objective] if spending else []),
         "p",
         "lower bound",
         "commit",
@@ -113,6 +124,7 @@ def render_optimize_result(result: OptimizeResult, *, show_patch: bool = True) -
             f"{_score(step.incumbent_score)} → {_score(step.candidate_score)}"
             if step.candidate_score is not None
             else "",
+            *([_spend_change(step)] if spending else []),
             f"{step.p_value:.3g}" if step.p_value is not None else "",
             f"{step.lower_bound:+.3f}" if step.lower_bound is not None else "",
             (step.commit or "")[:10],
@@ -141,3 +153,15 @@ def render_optimize_result(result: OptimizeResult, *, show_patch: bool = True) -
 def _tail(reason: str, width: int = 60) -> str:
     """The end of a long reason: an error names its file first and says what went wrong last."""
     return reason if len(reason) <= width else "…" + reason[-width:]
+
+
+def _spend(value: float | None) -> str:
+    return "" if value is None else f"{value:.4g}"
+
+
+def _spend_change(step: StepRecord) -> str:
+    """The objective per episode, incumbent → candidate, with the cut's lower bound once decided."""
+    if step.candidate_spend is None:
+        return ""
+    bound = f" (≥{step.reduction_lower_bound:.0%} cut)" if step.reduction_lower_bound is not None else ""
+    return f"{_spend(step.incumbent_spend)} → {_spend(step.candidate_spend)}{bound}"

@@ -1,0 +1,96 @@
+"""`optimize run --objective tokens`: a variant that says the same in fewer words is kept, with both
+figures in its commit; one that saves words by dropping what the agent needs is not; and under the
+default objective the shorter prompt changes no outcome, so it never reaches the gate."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from notes_desk import MAGIC, PROMPT, agent, git, make_workspace
+from rich.console import Console
+
+from evals import RunStore
+from harnesses.models import ScriptedModel
+from optimizer import Operator, OptimizeConfig, Proposal, ProposalContext, optimize
+from views.optimize import render_optimize_result
+
+PADDING = "Be warm, patient and thorough with every customer who writes to the desk. " * 12
+
+
+class Trim(Operator):
+    """Drops the padding: the same instructions in fewer words."""
+
+    name = "trim"
+
+    def __init__(self, keep_magic: bool = True) -> None:
+        self.keep_magic = keep_magic
+
+    async def propose(self, context: ProposalContext) -> Proposal | None:
+        files = dict(context.files)
+        kept = f"{MAGIC}\n" if self.keep_magic else ""
+        files[PROMPT] = f"You keep notes on orders.\n{kept}"
+        if files == context.files:
+            return None
+        return Proposal.build(
+            operator=self.name,
+            rationale="Drop the padding." if self.keep_magic else "Drop everything but the first line.",
+            parent=context.files,
+            files=files,
+            parent_hash=context.harness_hash,
+        )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    prompt = f"You keep notes on orders.\n{MAGIC}\n{PADDING}\n"
+    return make_workspace(tmp_path / "repo", prompt=prompt, val=list(range(7, 13)))
+
+
+def run(root: Path, proposers: list, **overrides):
+    config = OptimizeConfig(
+        harness=root / "h",
+        suite=root / "s",
+        max_proposals=1,
+        max_minutes=None,
+        **overrides,
+    )
+    store = RunStore(root.parent / "runs.sqlite")
+    try:
+        return asyncio.run(optimize(config, store=store, model=ScriptedModel(fn=agent), proposers=proposers))
+    finally:
+        store.close()
+
+
+def test_fewer_tokens_at_equal_quality_is_kept_with_both_figures_in_the_commit(workspace: Path) -> None:
+    result = run(workspace, [Trim()], objective="tokens")
+
+    (step,) = result.steps
+    assert step.verdict == "accept", step.reasons
+    assert step.objective == "tokens" and step.candidate_spend < step.incumbent_spend
+    assert step.reduction_lower_bound > 0.10
+    assert result.val_final == result.val_start and result.val_spend_final < result.val_spend_start
+    message = git(workspace, "log", "-1", "--format=%B")
+    assert "Sign test p=" in message and "Objective: tokens (minimum reduction 10%)" in message
+    console = Console(width=200, record=True)
+    console.print(render_optimize_result(result))
+    shown = console.export_text()
+    assert "tokens start" in shown and "tokens final" in shown and "cut)" in shown
+
+
+def test_a_cut_that_loses_quality_is_dropped_by_the_screen(workspace: Path) -> None:
+    result = run(workspace, [Trim(keep_magic=False)], objective="tokens")
+
+    (step,) = result.steps
+    assert step.verdict == "screened_out"
+    assert "quality fell behind" in step.reasons[0]
+    assert result.final_hash == result.start_hash
+
+
+def test_under_the_quality_objective_a_shorter_prompt_changes_nothing_worth_a_gate(workspace: Path) -> None:
+    result = run(workspace, [Trim()])
+
+    (step,) = result.steps
+    assert step.verdict == "screened_out" and "changed no outcome" in step.reasons[0]
+    assert step.objective is None and result.objective == "quality"
