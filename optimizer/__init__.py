@@ -4,6 +4,7 @@ The public surface is exactly what `__all__` lists.
 """
 
 from ._config import (
+    FrontierPoint,
     OptimizeConfig,
     OptimizerError,
     OptimizeResult,
@@ -106,6 +107,7 @@ __all__ = [
     "ExposeToolWithDemo",
     "FailureReport",
     "Flip",
+    "FrontierPoint",
     "GateConfig",
     "GateError",
     "GatePower",

@@ -132,6 +132,16 @@ class StepRecord(BaseModel):
         return f"{self.wins} better / {self.losses} worse / {self.ties} tied"
 
 
+class FrontierPoint(BaseModel):
+    """One evaluated harness on the val gate set: its quality and, when the run lowers one, its objective."""
+
+    label: str = Field(description="`start`, or `proposal N (operator)`.")
+    quality: float
+    spend: float | None = Field(None, description="The objective per episode; None in a quality run.")
+    accepted: bool
+    commit: str | None = None
+
+
 class OptimizeResult(BaseModel):
     """What a finished (or paused) run found."""
 
@@ -173,6 +183,34 @@ class OptimizeResult(BaseModel):
     def accepted(self) -> list[StepRecord]:
         return [step for step in self.steps if step.verdict == "accept"]
 
+    def frontier(self) -> list[FrontierPoint]:
+        """The start and every candidate the gate judged that no other beats on both quality and the
+        objective (higher quality, lower spend), best quality first: the choices a product can offer."""
+        points = (
+            []
+            if self.val_start is None
+            else [
+                FrontierPoint(
+                    label="start", quality=self.val_start, spend=self.val_spend_start, accepted=True
+                )
+            ]
+        )
+        points += [
+            FrontierPoint(
+                label=f"proposal {step.iteration + 1} ({step.operator})",
+                quality=step.candidate_score,
+                spend=step.candidate_spend,
+                accepted=step.verdict == "accept",
+                commit=step.commit,
+            )
+            for step in self.steps
+            if step.p_value is not None and step.candidate_score is not None
+        ]
+        return sorted(
+            (p for p in points if not any(_dominates(other, p) for other in points)),
+            key=lambda p: (-p.quality, p.spend or 0.0),
+        )
+
 
 class OptimizerError(AtollError):
     """The run cannot start or go on as configured (dirty harness, no git, bad options)."""
@@ -182,3 +220,9 @@ class OptimizerPaused(AtollError):
     """The model stopped answering; the run is stored and resumes with `--resume RUN`."""
 
     exit_code = RUN_FAILED
+
+
+def _dominates(a: FrontierPoint, b: FrontierPoint) -> bool:
+    """a is at least as good as b on quality and spend, and better on one (a missing spend ties)."""
+    spend_a, spend_b = a.spend or 0.0, b.spend or 0.0
+    return a.quality >= b.quality and spend_a <= spend_b and (a.quality > b.quality or spend_a < spend_b)

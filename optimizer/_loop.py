@@ -164,6 +164,8 @@ class Optimization:
             check_credentials(model_name)
             model = get_model(model_name, cache=ResponseCache.default())
         self.model: Model = model
+        for name in config.models or []:  # a model the search may choose must be usable before it starts
+            check_credentials(name)
         self.proposers = proposers if proposers is not None else self._proposers()
         for proposer in self.proposers:
             check_proposer(proposer)

@@ -8,12 +8,22 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from notes_desk import MAGIC, PROMPT, agent, git, make_workspace
 from rich.console import Console
 
 from evals import RunStore
 from harnesses.models import ScriptedModel
-from optimizer import Operator, OptimizeConfig, Proposal, ProposalContext, optimize
+from optimizer import (
+    Operator,
+    OptimizeConfig,
+    OptimizeResult,
+    Proposal,
+    ProposalContext,
+    StepRecord,
+    optimize,
+)
 from views.optimize import render_optimize_result
 
 PADDING = "Be warm, patient and thorough with every customer who writes to the desk. " * 12
@@ -77,6 +87,8 @@ def test_fewer_tokens_at_equal_quality_is_kept_with_both_figures_in_the_commit(w
     console.print(render_optimize_result(result))
     shown = console.export_text()
     assert "tokens start" in shown and "tokens final" in shown and "cut)" in shown
+    (best,) = result.frontier()  # the trimmed prompt: as good as the start, and cheaper
+    assert best.label == "proposal 1 (trim)" and best.accepted and best.spend == result.val_spend_final
 
 
 def test_a_cut_that_loses_quality_is_dropped_by_the_screen(workspace: Path) -> None:
@@ -94,3 +106,35 @@ def test_under_the_quality_objective_a_shorter_prompt_changes_nothing_worth_a_ga
     (step,) = result.steps
     assert step.verdict == "screened_out" and "changed no outcome" in step.reasons[0]
     assert step.objective is None and result.objective == "quality"
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.2, 0.5, 0.8]), st.sampled_from([10.0, 20.0, 30.0])), max_size=8))
+def test_the_frontier_holds_exactly_the_candidates_nothing_beats_on_both(points: list) -> None:
+    steps = [
+        StepRecord(
+            iteration=i,
+            operator="op",
+            rationale="",
+            verdict="reject",
+            candidate_score=q,
+            candidate_spend=c,
+            p_value=0.5,
+        )
+        for i, (q, c) in enumerate(points)
+    ]
+    result = OptimizeResult(
+        run_id="r",
+        status="finished",
+        stop_reason="",
+        start_hash="a",
+        final_hash="a",
+        val_start=0.5,
+        val_final=0.5,
+        val_spend_start=20.0,
+        steps=steps,
+    )
+    every = [(0.5, 20.0), *points]
+    frontier = {(p.quality, p.spend) for p in result.frontier()}
+    for quality, spend in every:
+        beaten = any(q >= quality and c <= spend and (q, c) != (quality, spend) for q, c in every)
+        assert ((quality, spend) in frontier) != beaten
