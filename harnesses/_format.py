@@ -13,9 +13,10 @@ harness.yaml      name, world, suite (its eval suite's folder, relative to the h
                     (offer load_skill), stop_tools, rules and guards (see below)
 tools.yaml        <agent>: a list of world tool names, or a mapping
                     <tool>: {description: ..., parameters: {<parameter>: description},
-                             requires: [<tool>, ...]}
+                             requires: [<tool>, ...], fields: [<path>, ...]}
                   The model reads the override; the world's tool still runs and validates.
                   `requires` names tools of the same agent; it acts only with guards.preconditions.
+                  `fields` projects the result the agent reads (see below).
 prompts/*.md.j2   jinja2 in a sandbox (no Python internals, no mutating values: the proposer writes
                   these from model text), StrictUndefined, `{% include "skills/x.md" %}` works.
                   Loading renders each prompt once with a stand-in task; any error there fails the
@@ -63,6 +64,25 @@ agents:
 
 `Episode.patterns` counts the failures these settings address (see `harnesses._episode`).
 
+Result projection, per agent and tool in tools.yaml (off by default: the whole result is shown):
+
+```
+desk:
+  get_order:
+    fields: [id, status, items.sku, customer.name]
+```
+
+- The observation the agent reads of a successful call keeps only the listed fields: a name is a
+  key of the result, a dotted path reaches into a nested mapping, and through a list (the result
+  itself, or a field) into each of its elements. Listed fields a result lacks are left out; a path
+  that meets a plain value (a null, a text) before its end keeps that value. Key order is the
+  world's. The projection comes before the cut to limits.observation_chars.
+- Only what the agent reads changes: the world's result, `Episode.calls`, the `tool_result` event,
+  the diff and every grader see the whole result. Errors are shown whole, and a `repeat_call`
+  notice shows the projected result the agent saw.
+- A path is dot-separated non-empty names without spaces; the list is non-empty, with no duplicate
+  and no path under another one listed (`items` already shows all of `items.sku`).
+
 Every model forbids unknown keys, so a typo in a file fails at load time naming the field
 instead of being silently ignored by the runtime. Every file is a regular UTF-8 text file: a
 symbolic link is refused at load, since an accepted variant rewrites the files (the link would
@@ -73,7 +93,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .models import LOCAL_DEFAULT_MODEL, ModelParams
 
@@ -126,6 +146,16 @@ def _one_line(rule: str) -> str:
 
 
 Rule = Annotated[str, AfterValidator(_one_line)]
+
+
+def _field_path(path: str) -> str:
+    # `items.sku`: names joined by dots; a blank part or whitespace would never match a result key.
+    if any(not part or any(c.isspace() for c in part) for part in path.split(".")):
+        raise ValueError(f"{path!r} is not a field path: give names joined by dots, like `id` or `items.sku`")
+    return path
+
+
+FieldPath = Annotated[str, AfterValidator(_field_path)]
 
 
 class Guards(_Strict):
@@ -185,6 +215,26 @@ class ToolOverride(_Strict):
     requires: list[str] = Field(
         default_factory=list, description="With guards.preconditions: one of these must succeed first."
     )
+    fields: list[FieldPath] | None = Field(
+        None,
+        description="The result fields the agent reads (dotted paths); None: all. The world returns all.",
+    )
+
+    @field_validator("fields")
+    @classmethod
+    def _distinct_paths(cls, fields: list[str] | None) -> list[str] | None:
+        if fields == []:
+            raise ValueError(
+                "an empty list would hide the whole result; leave `fields` out to show all of it"
+            )
+        for i, path in enumerate(fields or []):
+            for other in (fields or [])[:i]:
+                if path == other:
+                    raise ValueError(f"{path!r} is listed twice")
+                shorter, longer = sorted((path, other), key=len)
+                if longer.startswith(shorter + "."):
+                    raise ValueError(f"{longer!r} is inside {shorter!r}, which already shows all of it")
+        return fields
 
 
 class DemoStep(_Strict):

@@ -6,6 +6,10 @@ its `delegate_to_<agent>` tool on the same instance, and its final answer comes 
 caller as the tool's result. The system messages each agent was sent (see `harnesses/_prompt.py`)
 are recorded on the episode, as `prompts` and their `prompt_hash`.
 
+An observation is a result as compact JSON: a successful call's result keeps only the `fields`
+tools.yaml lists for the tool (if any), then is cut to limits.observation_chars. The episode's
+events and calls keep the whole result.
+
 Nothing the model or the world does crashes an episode: a malformed action, an unknown tool
 or bad arguments become an error observation the agent reads; a model call that fails (a
 ModelError, or anything a custom model raises but cancellation) ends the episode with
@@ -381,12 +385,15 @@ class _Run:
                 content=result.error.message,
                 error=error,
             )
-        content = result.for_model()
+        # The agent reads the fields tools.yaml projects (errors whole); the event above and the
+        # world's call log keep the whole result, for graders and the proposers.
+        shown = spec.shown(result.value) if result.ok and spec is not None else result.value
+        content = result.model_copy(update={"value": shown}).for_model()
         if len(content) > self.limits.observation_chars:
             content = content[: self.limits.observation_chars] + " …(truncated)"
         if result.ok and spec is not None and call.arguments is not None:
             wrote = spec.kind == "world" and bool(self.instance.log[-1].changes)
-            self.memory.succeeded(agent.name, call.name, call.arguments, result.value, wrote)
+            self.memory.succeeded(agent.name, call.name, call.arguments, shown, wrote)
             self.succeeded.add(call.name)
         elif (
             spec is not None and call.arguments is not None and error and error["type"] not in NOT_REMEMBERED

@@ -1,12 +1,14 @@
 """What tools one agent sees: world tools with the harness's wording, plus delegation and skills.
 
 The model reads the harness's descriptions (tools.yaml overrides), while the call still runs
-the world's tool with the world's argument validation.
+the world's tool with the world's argument validation. A tool's `fields` (tools.yaml) project the
+result the model reads (`ToolSpec.shown`, `project`); the world still returns all of it.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,6 +30,11 @@ class ToolSpec:
     stops: bool = False  # a successful call ends the agent's run
     required: tuple[str, ...] = field(default=())
     requires: tuple[str, ...] = field(default=())  # tools one of which must succeed first (a guard)
+    fields: tuple[str, ...] | None = None  # the result fields the model reads; None: all
+
+    def shown(self, value: Any) -> Any:
+        """What the model reads of a successful result: its `fields` only, when tools.yaml lists some."""
+        return value if self.fields is None else project(value, self.fields)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema (native protocol)."""
@@ -47,6 +54,37 @@ class ToolSpec:
         )
         summary = _sentence(self.description.split("\n\n", 1)[0])
         return f"- {self.name}({arguments}): {summary}{' ' + described if described else ''}"
+
+
+def project(value: Any, fields: Iterable[str]) -> Any:
+    """`value` keeping only `fields`: keys, or dotted paths into nested mappings. A list (the value,
+    or one met on a path) is projected element by element; a plain value met before a path's end
+    is kept as it is, and keys the value lacks are left out. Key order is the value's own.
+
+    >>> project({"id": 1, "items": [{"sku": "A", "qty": 2}], "notes": []}, ["id", "items.sku"])
+    {'id': 1, 'items': [{'sku': 'A'}]}
+    """
+    tree: dict[str, Any] = {}
+    for path in fields:
+        node: dict[str, Any] | None = tree
+        *parents, last = path.split(".")
+        for part in parents:
+            node = node.setdefault(part, {}) if node is not None else None
+        if node is not None:  # None: a shorter path listed already shows all of this one
+            node[last] = None
+    return _keep(value, tree)
+
+
+def _keep(value: Any, tree: dict[str, Any]) -> Any:
+    if isinstance(value, dict):
+        return {
+            key: item if tree[str(key)] is None else _keep(item, tree[str(key)])
+            for key, item in value.items()
+            if str(key) in tree
+        }
+    if isinstance(value, list | tuple):
+        return [_keep(item, tree) for item in value]
+    return value
 
 
 def _sentence(text: str) -> str:
@@ -78,6 +116,7 @@ def _build_specs(harness: Harness, agent_name: str) -> list[ToolSpec]:
                 stops=name in agent.stop_tools,
                 required=tuple(parameters.get("required", ())),
                 requires=tuple(override.requires),
+                fields=tuple(override.fields) if override.fields is not None else None,
             )
         )
     for target in agent.delegates:

@@ -180,7 +180,7 @@ class Optimization:
         self.train_tasks = train
 
     def _proposers(self) -> list[Proposer]:
-        operators = make_operators(self.config.operators)
+        operators = make_operators(self.config.operators, objective=self.config.objective)
         if self.config.proposer_model:
             from ._llm_proposer import LLMProposer
 

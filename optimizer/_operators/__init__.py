@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._cost import PromptDiet, TightenObservations, TrimMaxTokens, TrimTurns
 from ._demos import AddDemo, DropDemo, EnableRetrieval, GrowPool, ReorderDemos, TuneRetrieval
 from ._graph import MergeAgents, SplitAgent
+from ._projection import ProjectResults
 from ._settings import RULES, AddRule, DisableGuard, DropRule, EnableGuard, TuneSampling
 from ._tools import ExposeTool, ExposeToolWithDemo, HideTool, HideUnusedTools
 
@@ -40,6 +42,12 @@ def default_operators() -> list[Any]:
     ]
 
 
+def cost_operators() -> list[Any]:
+    """The LLM-free operators that make an episode cheaper (tokens, cost, latency), each lowering what
+    passing train episodes showed was more than they needed: for `--objective cost|latency|tokens`."""
+    return [TrimMaxTokens(), TrimTurns(), TightenObservations(), PromptDiet(), ProjectResults()]
+
+
 __all__ = [
     "RULES",
     "AddDemo",
@@ -55,9 +63,15 @@ __all__ = [
     "HideTool",
     "HideUnusedTools",
     "MergeAgents",
+    "ProjectResults",
+    "PromptDiet",
     "ReorderDemos",
     "SplitAgent",
+    "TightenObservations",
+    "TrimMaxTokens",
+    "TrimTurns",
     "TuneRetrieval",
     "TuneSampling",
+    "cost_operators",
     "default_operators",
 ]

@@ -149,3 +149,10 @@ def test_a_parent_strategy_of_ones_own_is_asked_for_every_proposal(tmp_path: Pat
     finally:
         store.close()
     assert asked == [0, 0]
+
+
+def test_a_run_that_lowers_cost_uses_the_cost_levers_and_can_name_any_lever() -> None:
+    quality = {operator.name for operator in make_operators()}
+    cheaper = {operator.name for operator in make_operators(objective="tokens")}
+    assert "trim_max_tokens" in cheaper and "project_results" in cheaper and not quality & cheaper
+    assert [operator.name for operator in make_operators(["trim_turns", "add_rule"])] == ["trim_turns", "add_rule"]
