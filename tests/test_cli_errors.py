@@ -54,7 +54,10 @@ def test_a_non_utf8_suite_stops_eval_and_try_with_one_line_and_exit_2(latin1_sui
     [
         (["run", "harnesses/support_agent", "--concurrency", "0"], "--concurrency: Input should be greater"),
         (["run", "harnesses/support_agent", "--max-cost", "-1"], "--max-cost: Input should be greater"),
-        (["run", "harnesses/support_agent", "--objective", "speed"], "--objective: Input should be 'quality'"),
+        (
+            ["run", "harnesses/support_agent", "--objective", "speed"],
+            "--objective: Input should be 'quality'",
+        ),
         (["run", "harnesses/support_agent", "--min-reduction", "2"], "--min-reduction: Input should be"),
         (
             ["run", "harnesses/support_agent", "--min-effect", "7"],

@@ -155,4 +155,7 @@ def test_a_run_that_lowers_cost_uses_the_cost_levers_and_can_name_any_lever() ->
     quality = {operator.name for operator in make_operators()}
     cheaper = {operator.name for operator in make_operators(objective="tokens")}
     assert "trim_max_tokens" in cheaper and "project_results" in cheaper and not quality & cheaper
-    assert [operator.name for operator in make_operators(["trim_turns", "add_rule"])] == ["trim_turns", "add_rule"]
+    assert [operator.name for operator in make_operators(["trim_turns", "add_rule"])] == [
+        "trim_turns",
+        "add_rule",
+    ]
