@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from evals import RunStore, StoreError
 from harnesses.models import ModelUsage
 
-from ._config import OptimizeResult, StepRecord
+from ._config import FrontierPoint, OptimizeResult, StepRecord
 from ._records import Records
 from ._reports import ReportError
 
@@ -20,6 +20,7 @@ from ._reports import ReportError
 class TrajectoryPoint(BaseModel):
     label: str
     score: float
+    spend: float | None = None  # the objective per episode, in a run that lowers one
 
 
 class RunReport(BaseModel):
@@ -44,6 +45,8 @@ class RunReport(BaseModel):
     final_hash: str
     files_start: dict[str, str]
     files_final: dict[str, str]
+    objective: str = "quality"
+    frontier: list[FrontierPoint] = []
 
     @property
     def accepted(self) -> int:
@@ -63,13 +66,18 @@ def load_run_report(store: RunStore, ref: str) -> RunReport:
         if step.p_value is None:  # never reached the gate
             continue
         if not trajectory:
-            trajectory.append(TrajectoryPoint(label="start", score=step.incumbent_score))
+            trajectory.append(
+                TrajectoryPoint(label="start", score=step.incumbent_score, spend=step.incumbent_spend)
+            )
         if step.verdict == "accept":
             label = f"#{step.iteration + 1} {step.operator}"
-            trajectory.append(TrajectoryPoint(label=label, score=step.candidate_score))
+            trajectory.append(
+                TrajectoryPoint(label=label, score=step.candidate_score, spend=step.candidate_spend)
+            )
     start_score = result.val_start if result else _gate_score(store, run_id, row["start_hash"])
     if start_score is not None:
-        trajectory[:1] = [TrajectoryPoint(label="start", score=start_score)]
+        spend = result.val_spend_start if result else (trajectory[0].spend if trajectory else None)
+        trajectory[:1] = [TrajectoryPoint(label="start", score=start_score, spend=spend)]
     prefix = f"{run_id}-"
     episodes, calls, prompt, completion, cost = store.db.execute(
         "SELECT COUNT(*), COALESCE(SUM(model_calls), 0), COALESCE(SUM(prompt_tokens), 0), "
@@ -100,6 +108,10 @@ def load_run_report(store: RunStore, ref: str) -> RunReport:
         final_hash=final_hash,
         files_start=_files(store, row["start_hash"]),
         files_final=_files(store, final_hash),
+        objective=result.objective
+        if result
+        else next((s.objective for s in proposals if s.objective), "quality"),
+        frontier=result.frontier() if result else [],
     )
 
 

@@ -63,6 +63,10 @@ REPORT_TEMPLATE = """<!doctype html>
   {% endfor %}
 </table>
 
+{% if report.frontier and report.objective != "quality" %}
+<h2>Quality / {{ report.objective }} frontier</h2>
+<pre class="diff">{{ frontier_html }}</pre>
+{% endif %}
 <h2>Final harness against the start</h2>
 <pre class="diff">{{ diff_html }}</pre>
 </body>

@@ -37,13 +37,51 @@ def render_trajectory(report: RunReport) -> RenderableType:
     if not report.trajectory:
         return Text("No gate score yet: the run stopped before its first evaluation finished.", style="dim")
     title = f"Gate score per accepted step  {sparkline([p.score for p in report.trajectory])}"
+    spending = report.objective != "quality"
+    if spending:
+        title += f"  and {report.objective} per episode"
     chart = Table(title=title, title_justify="left", show_header=False, expand=True, box=None)
     chart.add_column(no_wrap=True, max_width=28, overflow="ellipsis")
     chart.add_column(justify="right", no_wrap=True)
+    if spending:
+        chart.add_column(justify="right", no_wrap=True)
     chart.add_column(ratio=1)
     for point in report.trajectory:
-        chart.add_row(point.label, f"{point.score:.3f}", Bar(1.0, 0.0, point.score, color="green"))
+        spend = [_spend(point.spend, report.objective)] if spending else []
+        chart.add_row(point.label, f"{point.score:.3f}", *spend, Bar(1.0, 0.0, point.score, color="green"))
     return chart
+
+
+def render_frontier(report: RunReport) -> RenderableType:
+    """What the gate judged that nothing beats on both quality and the objective: the choices on offer."""
+    if report.objective == "quality" or not report.frontier:
+        return Text("")
+    table = Table(
+        "harness", "val quality", f"{report.objective} per episode", "kept", "commit",
+        title=f"Quality / {report.objective} frontier (gate-judged candidates nothing beats on both)",
+        title_justify="left",
+    )  # fmt: skip
+    for point in report.frontier:
+        table.add_row(
+            point.label,
+            _score(point.quality),
+            _spend(point.spend, report.objective),
+            "yes" if point.accepted else "",
+            (point.commit or "")[:10],
+        )
+    return table
+
+
+def _spend(value: float | None, objective: str) -> str:
+    if value is None:
+        return "–"
+    return (
+        f"${value:.5f}"
+        if objective == "cost"
+        else f"{value:.2f} s"
+        if objective == "latency"
+        else f"{value:,.0f}"
+    )
 
 
 def _proposal_figures(row: StepRecord) -> str:
@@ -119,6 +157,7 @@ def render_run_report(report: RunReport) -> RenderableType:
         Text(f"Optimization {report.id}", style="bold"),
         head,
         render_trajectory(report),
+        render_frontier(report),
         render_proposals(report),
         render_harness_diff(
             report.files_start,
@@ -157,6 +196,7 @@ def write_html_report(store: RunStore, run_id: str, path: Path | str) -> Path:
         report=report,
         points=_chart_points(report),
         sparkline=sparkline([p.score for p in report.trajectory]),
+        frontier_html=Markup(_html_of(render_frontier(report))),
         diff_html=Markup(
             _html_of(render_harness_diff(report.files_start, report.files_final, labels=("start", "final")))
         ),

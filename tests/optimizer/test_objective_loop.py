@@ -25,6 +25,7 @@ from optimizer import (
     optimize,
 )
 from views.optimize import render_optimize_result
+from views.report import render_report, write_html_report
 
 PADDING = "Be warm, patient and thorough with every customer who writes to the desk. " * 12
 
@@ -138,3 +139,14 @@ def test_the_frontier_holds_exactly_the_candidates_nothing_beats_on_both(points:
     for quality, spend in every:
         beaten = any(q >= quality and c <= spend and (q, c) != (quality, spend) for q, c in every)
         assert ((quality, spend) in frontier) != beaten
+
+
+def test_the_report_shows_both_figures_and_the_frontier_in_the_terminal_and_html(workspace: Path) -> None:
+    result = run(workspace, [Trim()], objective="tokens")
+    with RunStore(workspace.parent / "runs.sqlite") as store:
+        console = Console(width=200, record=True)
+        console.print(render_report(store, result.run_id))
+        page = write_html_report(store, result.run_id, workspace.parent / "report.html").read_text()
+    shown = console.export_text()
+    assert "and tokens per episode" in shown and "Quality / tokens frontier" in shown
+    assert "proposal 1 (trim)" in shown and "Quality / tokens frontier" in page
