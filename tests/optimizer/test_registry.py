@@ -159,3 +159,5 @@ def test_a_run_that_lowers_cost_uses_the_cost_levers_and_can_name_any_lever() ->
         "trim_turns",
         "add_rule",
     ]
+    assert "choose_model" in {operator.name for operator in make_operators(objective="tokens", models=True)}
+    assert "choose_model" not in cheaper
