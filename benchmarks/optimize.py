@@ -15,8 +15,11 @@ run never played).
 Both run on helpdesk and on every other shipped suite that has a harness for it (`--world`), with the
 levers the optimizer knows nothing world-specific about.
 
+With `--objective tokens` (or cost, latency) the runs lower that objective with quality held, and the
+table adds the objective per episode, start -> final, on val and test.
+
 Run: python benchmarks/optimize.py [--world helpdesk] [--scenario default --scenario recovery]
-     [--model local/gemma-3-270m] [--max-minutes 15]
+     [--model local/gemma-3-270m] [--max-minutes 15] [--objective tokens]
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from ruamel.yaml import YAML  # noqa: E402
 
 from evals import BatchResult, RunStore, evaluate_batch  # noqa: E402
 from harnesses import Harness, load_harness  # noqa: E402
-from optimizer import OptimizeConfig, OptimizeResult, optimize  # noqa: E402
+from optimizer import OptimizeConfig, OptimizeResult, optimize, spend_per_episode  # noqa: E402
 from worlds import cache_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,14 +60,17 @@ DAMAGE_SEED = 7
 
 @dataclass
 class Scores:
-    """pass^1 and mean score of one harness on one split."""
+    """pass^1, mean score and (for a run that lowers one) the objective per episode on one split."""
 
     pass1: float
     mean: float
+    spend: float | None = None
 
     @classmethod
-    def of(cls, result: BatchResult) -> Scores:
-        return cls(pass1=result.metrics.pass_k.get(1, 0.0), mean=result.metrics.mean_score)
+    def of(cls, result: BatchResult, objective: str = "quality") -> Scores:
+        outcomes = [r.outcome() for r in result.results]
+        spend = None if objective == "quality" else spend_per_episode(outcomes, objective)  # type: ignore[arg-type]
+        return cls(pass1=result.metrics.pass_k.get(1, 0.0), mean=result.metrics.mean_score, spend=spend)
 
 
 @dataclass
@@ -72,6 +78,7 @@ class Outcome:
     world: str
     scenario: str
     model: str
+    objective: str
     val: tuple[Scores, Scores]
     test: tuple[Scores, Scores]
     result: OptimizeResult
@@ -136,13 +143,17 @@ def damage(folder: Path, seed: int = DAMAGE_SEED) -> None:
     load_harness(folder)  # the damage must leave a harness that loads
 
 
-async def scores(harness: Harness, suite: Path, store: RunStore, model: str | None) -> tuple[Scores, Scores]:
+async def scores(
+    harness: Harness, suite: Path, store: RunStore, model: str | None, objective: str = "quality"
+) -> tuple[Scores, Scores]:
     val = await evaluate_batch(harness, suite, model=model, split="val", k=1, store=store, concurrency=4)
     test = await evaluate_batch(harness, suite, model=model, split="test", k=1, store=store, concurrency=4)
-    return Scores.of(val), Scores.of(test)
+    return Scores.of(val, objective), Scores.of(test, objective)
 
 
-async def scenario(world: str, name: str, model: str | None, max_minutes: float, console: Console) -> Outcome:
+async def scenario(
+    world: str, name: str, model: str | None, max_minutes: float, console: Console, objective: str = "quality"
+) -> Outcome:
     harness_dir, suite_dir = SHIPPED[world]
     with tempfile.TemporaryDirectory(prefix="atoll-bench-") as scratch:
         root = Path(scratch)
@@ -163,13 +174,19 @@ async def scenario(world: str, name: str, model: str | None, max_minutes: float,
         began = time.monotonic()
         console.print(f"[bold]{world} · {name}[/]: optimizing {harness_dir} for {max_minutes:g} minutes ...")
         result = await optimize(
-            OptimizeConfig(harness=harness_path, suite=suite_path, model=model, max_minutes=max_minutes),
+            OptimizeConfig(
+                harness=harness_path,
+                suite=suite_path,
+                model=model,
+                max_minutes=max_minutes,
+                objective=objective,  # type: ignore[arg-type]
+            ),
             store=store,
         )
         minutes = (time.monotonic() - began) / 60
         final = load_harness(harness_path)
-        val_start, test_start = await scores(start, suite_path, store, model)
-        val_final, test_final = await scores(final, suite_path, store, model)
+        val_start, test_start = await scores(start, suite_path, store, model, objective)
+        val_final, test_final = await scores(final, suite_path, store, model, objective)
         store.close()
         recovered = recovered_mean = None
         if shipped_test is not None:
@@ -179,6 +196,7 @@ async def scenario(world: str, name: str, model: str | None, max_minutes: float,
             world=world,
             scenario=name,
             model=model or start.config.model,
+            objective=objective,
             val=(val_start, val_final),
             test=(test_start, test_final),
             result=result,
@@ -199,14 +217,24 @@ def table(outcomes: list[Outcome]) -> Table:
         before, after = getattr(pair[0], field), getattr(pair[1], field)
         return f"{before:.1%} -> {after:.1%} ({(after - before) * 100:+.1f})"
 
-    view = Table(title="optimize run: start -> final (pass^1 and mean score, k=1)")
+    def spend(pair: tuple[Scores, Scores]) -> str:
+        before, after = pair[0].spend, pair[1].spend
+        if before is None or after is None:
+            return "-"
+        cut = f" ({1 - after / before:+.0%} cut)" if before else ""
+        return f"{before:,.4g} -> {after:,.4g}{cut}"
+
+    view = Table(title="optimize run: start -> final (pass^1 and mean score, k=1; the objective per episode)")
     for column in (
+        "objective",
         "world",
         "run",
         "model",
         "val pass^1",
         "test pass^1",
         "test mean",
+        "val objective",
+        "test objective",
         "proposals",
         "accepted",
         "episodes",
@@ -216,12 +244,15 @@ def table(outcomes: list[Outcome]) -> Table:
         view.add_column(column)
     for o in outcomes:
         view.add_row(
+            o.objective,
             o.world,
             o.scenario,
             o.model,
             moved(o.val, "pass1"),
             moved(o.test, "pass1"),
             moved(o.test, "mean"),
+            spend(o.val),
+            spend(o.test),
             str(len(o.result.steps)),
             str(len(o.result.accepted)),
             str(o.result.episodes),
@@ -239,11 +270,17 @@ def main() -> None:
     parser.add_argument("--scenario", action="append", choices=["default", "recovery"])
     parser.add_argument("--model", help="agent model; default each harness's own")
     parser.add_argument("--max-minutes", type=float, default=15.0, help="the run's budget (its default)")
+    parser.add_argument(
+        "--objective",
+        default="quality",
+        choices=["quality", "cost", "latency", "tokens"],
+        help="as `optimize run`",
+    )
     args = parser.parse_args()
     console = Console(stderr=True)
     worlds = [w for w in (args.world or sorted(SHIPPED)) if (ROOT / SHIPPED[w][0]).exists()]
     outcomes = [
-        asyncio.run(scenario(world, name, args.model, args.max_minutes, console))
+        asyncio.run(scenario(world, name, args.model, args.max_minutes, console, args.objective))
         for world in worlds
         for name in (args.scenario or ["default", "recovery"])
     ]

@@ -38,6 +38,7 @@ from ._objective import (
     ResourceObjective,
     compare_objective,
     decide_objective,
+    spend_per_episode,
 )
 from ._operators import (
     AddDemo,
@@ -178,6 +179,7 @@ __all__ = [
     "save_baseline",
     "sign_test_greater",
     "sign_test_needs",
+    "spend_per_episode",
     "task_flips",
     "unified_patch",
     "write_json",

@@ -48,6 +48,7 @@ from ._objective import (
     decide_objective,
     load_decision,
     objective_figures,
+    spend_per_episode,
     spent,
 )
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, held_out_leak, unified_patch
@@ -440,7 +441,8 @@ class Optimization:
             return {}
         fields = ("val_spend_start", "val_spend_final", "test_spend_start", "test_spend_final")
         return {"objective": objective} | {
-            name: _spend_mean(batch, objective) for name, batch in zip(fields, batches, strict=True)
+            name: spend_per_episode(_outcomes(batch), objective) if batch else None
+            for name, batch in zip(fields, batches, strict=True)
         }
 
     def _decide(self, incumbent: BatchResult, candidate: BatchResult) -> Decision:
@@ -682,14 +684,6 @@ class Optimization:
             usage=s.usage,
             elapsed_s=time.monotonic() - self.started,
         )
-
-
-def _spend_mean(batch: BatchResult | None, objective: str) -> float | None:
-    """The objective per episode on a batch: the mean over tasks of each task's mean (as the rule sums)."""
-    if batch is None or not batch.results:
-        return None
-    values = spent(_outcomes(batch), objective)  # type: ignore[arg-type]
-    return sum(sum(v or 0.0 for v in task) / len(task) for task in values.values()) / len(values)
 
 
 async def optimize(

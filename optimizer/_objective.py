@@ -288,6 +288,15 @@ def spent(outcomes: Iterable[EpisodeOutcome], objective: ResourceObjective) -> d
     return by_task
 
 
+def spend_per_episode(outcomes: Iterable[EpisodeOutcome], objective: ResourceObjective) -> float | None:
+    """The objective per episode of a batch: the mean over tasks of each task's mean, as the rule sums
+    (an errored episode counts 0); None for no episodes."""
+    values = spent(outcomes, objective)
+    if not values:
+        return None
+    return sum(sum(v or 0.0 for v in task) / len(task) for task in values.values()) / len(values)
+
+
 def load_decision(text: str) -> Decision:
     """A stored decision read back as what it was: an ObjectiveDecision if it has objective figures."""
     data = json.loads(text)

@@ -163,5 +163,7 @@ def _spend_change(step: StepRecord) -> str:
     """The objective per episode, incumbent → candidate, with the cut's lower bound once decided."""
     if step.candidate_spend is None:
         return ""
-    bound = f" (≥{step.reduction_lower_bound:.0%} cut)" if step.reduction_lower_bound is not None else ""
+    bound = (
+        f" (cut bound {step.reduction_lower_bound:+.0%})" if step.reduction_lower_bound is not None else ""
+    )
     return f"{_spend(step.incumbent_spend)} → {_spend(step.candidate_spend)}{bound}"

@@ -87,7 +87,7 @@ def test_fewer_tokens_at_equal_quality_is_kept_with_both_figures_in_the_commit(w
     console = Console(width=200, record=True)
     console.print(render_optimize_result(result))
     shown = console.export_text()
-    assert "tokens start" in shown and "tokens final" in shown and "cut)" in shown
+    assert "tokens start" in shown and "tokens final" in shown and "(cut bound +" in shown
     (best,) = result.frontier()  # the trimmed prompt: as good as the start, and cheaper
     assert best.label == "proposal 1 (trim)" and best.accepted and best.spend == result.val_spend_final
 
