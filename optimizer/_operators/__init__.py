@@ -46,7 +46,9 @@ def default_operators() -> list[Any]:
 def cost_operators() -> list[Any]:
     """The LLM-free operators that make an episode cheaper (tokens, cost, latency), each lowering what
     passing train episodes showed was more than they needed: for `--objective cost|latency|tokens`."""
-    return [TrimMaxTokens(), TrimTurns(), TightenObservations(), PromptDiet(), ProjectResults()]
+    # Prompt-side levers first: an episode's tokens are mostly prompt (the system prompt and every tool
+    # result re-read at each turn), and a tighter max_tokens can cost turns (a cut-off reply is retried).
+    return [ProjectResults(), TightenObservations(), PromptDiet(), TrimTurns(), TrimMaxTokens()]
 
 
 def model_operators() -> list[Any]:
