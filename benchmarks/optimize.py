@@ -19,7 +19,8 @@ With `--objective tokens` (or cost, latency) the runs lower that objective with 
 table adds the objective per episode, start -> final, on val and test.
 
 Run: python benchmarks/optimize.py [--world helpdesk] [--scenario default --scenario recovery]
-     [--model local/gemma-3-270m] [--max-minutes 15] [--objective tokens]
+     [--model local/gemma-3-270m] [--max-minutes 15] [--objective tokens] [--tolerance 0.05]
+     [--models local/gemma-3-270m,local/smollm2-135m] [--operator choose_model]
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
@@ -152,7 +154,13 @@ async def scores(
 
 
 async def scenario(
-    world: str, name: str, model: str | None, max_minutes: float, console: Console, objective: str = "quality"
+    world: str,
+    name: str,
+    model: str | None,
+    max_minutes: float,
+    console: Console,
+    objective: str = "quality",
+    options: dict[str, Any] | None = None,
 ) -> Outcome:
     harness_dir, suite_dir = SHIPPED[world]
     with tempfile.TemporaryDirectory(prefix="atoll-bench-") as scratch:
@@ -180,6 +188,7 @@ async def scenario(
                 model=model,
                 max_minutes=max_minutes,
                 objective=objective,  # type: ignore[arg-type]
+                **(options or {}),
             ),
             store=store,
         )
@@ -204,6 +213,32 @@ async def scenario(
             recovered=recovered,
             recovered_mean=recovered_mean,
         )
+
+
+def decisions(outcome: Outcome) -> Table:
+    """Every proposal of the run with its verdict and evidence: what each lever was judged on."""
+    view = Table(title=f"{outcome.world} · {outcome.scenario}: proposals")
+    for column in ("#", "operator", "rationale", "verdict", "quality", "objective", "why not"):
+        view.add_column(column, overflow="fold")
+    for step in outcome.result.steps:
+        quality = (
+            "-"
+            if step.incumbent_score is None
+            else f"{step.incumbent_score:.3f} -> {step.candidate_score:.3f}"
+        )
+        spend = "-"
+        if step.incumbent_spend is not None and step.candidate_spend is not None:
+            spend = f"{step.incumbent_spend:,.1f} -> {step.candidate_spend:,.1f}"
+        view.add_row(
+            str(step.iteration + 1),
+            step.operator,
+            step.rationale,
+            step.verdict,
+            quality,
+            spend,
+            "; ".join(step.reasons)[:300],
+        )
+    return view
 
 
 def won_back(shipped: float, damaged: float, final: float) -> float | None:
@@ -276,15 +311,28 @@ def main() -> None:
         choices=["quality", "cost", "latency", "tokens"],
         help="as `optimize run`",
     )
+    parser.add_argument("--tolerance", type=float, help="as `optimize run` (with an --objective)")
+    parser.add_argument("--models", help="as `optimize run`: models the run may give each agent")
+    parser.add_argument("--operator", action="append", help="as `optimize run`: only these operators")
     args = parser.parse_args()
+    options: dict[str, Any] = {}
+    if args.tolerance is not None:
+        options["objective_rule"] = {"tolerance": args.tolerance}
+    if args.operator:
+        options["operators"] = args.operator
+    if args.models:
+        options["models"] = [name.strip() for name in args.models.split(",")]
     console = Console(stderr=True)
     worlds = [w for w in (args.world or sorted(SHIPPED)) if (ROOT / SHIPPED[w][0]).exists()]
     outcomes = [
-        asyncio.run(scenario(world, name, args.model, args.max_minutes, console, args.objective))
+        asyncio.run(scenario(world, name, args.model, args.max_minutes, console, args.objective, options))
         for world in worlds
         for name in (args.scenario or ["default", "recovery"])
     ]
-    Console(width=200).print(table(outcomes))
+    out = Console(width=200)
+    out.print(table(outcomes))
+    for outcome in outcomes:
+        out.print(decisions(outcome))
 
 
 if __name__ == "__main__":

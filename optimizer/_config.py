@@ -32,6 +32,13 @@ class OptimizeConfig(BaseModel):
     strategy: Strategy = "greedy"
     operators: list[str] | None = Field(None, description="LLM-free operators to use; default all.")
     k: int = Field(1, ge=1, description="Seeds per val task in the gate set.")
+    confirm_k: int = Field(
+        3,
+        ge=0,
+        description="A variant about to be kept that fails a val task the incumbent passed on every seed, "
+        "with fewer seeds than the always-passed veto needs, is decided again with both sides run on this "
+        "many seeds of those tasks; 0 turns it off.",
+    )
     screen_size: int = Field(
         3, ge=1, description="Train tasks in the screen's first round; each next round doubles it."
     )

@@ -27,7 +27,7 @@ from evals import (
     now_text,
     suite_for,
 )
-from evals.metrics import EpisodeOutcome
+from evals.metrics import EpisodeOutcome, passes
 from harnesses import Harness, HarnessError, content_hash, load_harness
 from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
 from harnesses.models._local import check_available as check_local_model
@@ -424,7 +424,14 @@ class Optimization:
             candidate_gate = await self._gate(candidate)
         except HarnessError as error:
             return self._invalid(iteration, str(error))
-        decision = self._decide(incumbent_gate, candidate_gate)
+        incumbent_evidence, candidate_evidence = _outcomes(incumbent_gate), _outcomes(candidate_gate)
+        decision = self._decide(incumbent_evidence, candidate_evidence)
+        broken = self._unconfirmed_breaks(decision) if decision.accepted else []
+        if broken:
+            incumbent_evidence, candidate_evidence = await self._confirm(
+                iteration, broken, (incumbent, incumbent_evidence), (candidate, candidate_evidence)
+            )
+            decision = self._decide(incumbent_evidence, candidate_evidence)
         self.records.save_step(self.id, iteration, decision=decision, verdict=decision.verdict)
         self._emit("decision", decision=decision, stage=decision.verdict)
         if not decision.accepted:
@@ -445,13 +452,50 @@ class Optimization:
             for name, batch in zip(fields, batches, strict=True)
         }
 
-    def _decide(self, incumbent: BatchResult, candidate: BatchResult) -> Decision:
+    def _decide(self, incumbent: list[EpisodeOutcome], candidate: list[EpisodeOutcome]) -> Decision:
         """The acceptance rule of the run's objective on both sides' gate-set episodes."""
-        scores = PairedScores(incumbent=incumbent.scores(), candidate=candidate.scores())
+        scores = PairedScores.from_outcomes(incumbent, candidate)
         if self.config.objective == "quality":
             return decide(scores, self.config.rule)
-        costs = PairedCosts.from_outcomes(_outcomes(incumbent), _outcomes(candidate), self.config.objective)
+        costs = PairedCosts.from_outcomes(incumbent, candidate, self.config.objective)
         return decide_objective(scores, costs, self.config.objective_rule)
+
+    def _unconfirmed_breaks(self, decision: Decision) -> list[str]:
+        """Tasks the incumbent passed on every seed and the candidate failed on one, on too few seeds for
+        the always-passed veto to judge (at k=1 it cannot see a task that broke)."""
+        if not self.config.confirm_k:
+            return []
+        rule = self.config.rule if self.config.objective == "quality" else self.config.objective_rule
+        if self.config.confirm_k < rule.always_passed_min_seeds:
+            return []
+        scores, threshold = decision.scores, rule.pass_threshold
+        return [
+            task
+            for task in scores.tasks
+            if len(scores.incumbent[task]) < rule.always_passed_min_seeds
+            and all(score is not None and passes(score, threshold) for score in scores.incumbent[task])
+            and not all(score is not None and passes(score, threshold) for score in scores.candidate[task])
+        ]
+
+    async def _confirm(
+        self,
+        iteration: int,
+        tasks: list[str],
+        *sides: tuple[Harness, list[EpisodeOutcome]],
+    ) -> list[list[EpisodeOutcome]]:
+        """Both sides' evidence with `tasks` run on `confirm_k` seeds (their first seeds are the gate's, so
+        those episodes are reused): a few episodes, spent only on a variant about to be kept."""
+        self._emit(
+            "screen",
+            stage=f"confirming {len(tasks)} task(s) the incumbent passed, {self.config.confirm_k} seeds",
+        )
+        confirmed = []
+        for harness, evidence in sides:
+            batch = await self._evaluate(
+                harness, "confirm", key=str(iteration), tasks=tasks, k=self.config.confirm_k
+            )
+            confirmed.append([o for o in evidence if o.task_id not in tasks] + _outcomes(batch))
+        return confirmed
 
     async def _new_proposal(
         self, iteration: int, context: ProposalContext, incumbent: Harness

@@ -109,6 +109,42 @@ def test_under_the_quality_objective_a_shorter_prompt_changes_nothing_worth_a_ga
     assert step.objective is None and result.objective == "quality"
 
 
+def test_a_cut_that_breaks_a_task_the_incumbent_passed_is_confirmed_on_more_seeds_and_dropped(
+    workspace: Path,
+) -> None:
+    """At k=1 the always-passed veto cannot see a broken task; the would-be accept reruns it on 3 seeds."""
+
+    def loses_order_1012_without_padding(request) -> str | dict:
+        system, last = request.messages[0]["content"], request.messages[-1]
+        if PADDING.strip() not in system and "ORD-1012" in str(last["content"]):
+            return "Sorry, I can't do that."
+        return agent(request)
+
+    def trim_with(confirm_k: int) -> StepRecord:
+        config = OptimizeConfig(
+            harness=workspace / "h",
+            suite=workspace / "s",
+            max_proposals=1,
+            max_minutes=None,
+            objective="tokens",
+            objective_rule={"tolerance": 0.6},  # one task of six may fall: only the veto can refuse it
+            confirm_k=confirm_k,
+            commit=False,
+        )
+        store = RunStore(workspace.parent / f"runs-{confirm_k}.sqlite")
+        try:
+            model = ScriptedModel(fn=loses_order_1012_without_padding)
+            (step,) = asyncio.run(optimize(config, store=store, model=model, proposers=[Trim()])).steps
+            return step
+        finally:
+            store.close()
+
+    step = trim_with(confirm_k=3)
+    assert step.verdict == "reject"
+    assert any("note-12 (0/3)" in reason for reason in step.reasons), step.reasons
+    assert trim_with(confirm_k=0).verdict == "accept"  # the k=1 decision alone keeps it
+
+
 @given(st.lists(st.tuples(st.sampled_from([0.2, 0.5, 0.8]), st.sampled_from([10.0, 20.0, 30.0])), max_size=8))
 def test_the_frontier_holds_exactly_the_candidates_nothing_beats_on_both(points: list) -> None:
     steps = [
