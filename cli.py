@@ -13,6 +13,8 @@ import typer
 from typer.core import TyperGroup
 
 from commands import episodes, gate, new, optimize, serve, suites, worlds
+from commands.records import records_app
+from commands.release import release_app
 from commands._shared import fail
 
 
@@ -52,6 +54,8 @@ new_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(new_app, name="new")
+app.add_typer(release_app, name="release")
+app.add_typer(records_app, name="records")
 
 # In the order `optimize --help` lists them.
 world_app.command("list")(worlds.world_list)
