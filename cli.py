@@ -13,9 +13,9 @@ import typer
 from typer.core import TyperGroup
 
 from commands import episodes, gate, new, optimize, serve, suites, worlds
+from commands._shared import fail
 from commands.records import records_app
 from commands.release import release_app
-from commands._shared import fail
 
 
 class _Commands(TyperGroup):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -64,6 +65,22 @@ def mcp_command(
 
 
 def serve_command(
+    harnesses: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--harness",
+            "-H",
+            help="Serve this harness's released head at /v1/chat/completions (repeatable); calls are "
+            "recorded in the runs store.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Model for the served harnesses; default each agent's own, else $ATOLL_MODEL."),
+    ] = None,
+    max_in_flight: Annotated[
+        int, typer.Option(min=1, help="Chat requests answered at once; one more gets 429.")
+    ] = 64,
     worlds: Annotated[
         list[str] | None,
         typer.Option("--world", "-w", help="World to offer (repeatable); default: every world found here."),
@@ -80,9 +97,14 @@ def serve_command(
     max_sessions: SessionsOption = 256,
     idle_timeout: IdleOption = 600.0,
 ) -> None:
-    """Serve worlds over HTTP and WebSocket (OpenEnv-compatible), with a web console at /.
+    """Serve worlds over HTTP and WebSocket (OpenEnv-compatible) with a web console at /, and with
+    --harness a harness behind an OpenAI-compatible endpoint at /v1.
 
     Example: `optimize serve --world helpdesk --fixture small_shop`, then open http://127.0.0.1:8000/
+
+    Example: `optimize serve --harness harnesses/support_agent`, then point any OpenAI client at
+    http://127.0.0.1:8000/v1 with model `support_agent`; each answer carries its record id in the
+    `x-atoll-record-id` header, for `POST /feedback`. `optimize release` switches what is served.
     """
     from worlds import Clock, get_world
     from worlds.serve import ResetRequest, check_bind, run_server
@@ -108,6 +130,26 @@ def serve_command(
     err.print(
         f"serving {', '.join(worlds) if worlds else 'every world found here'} on {shown} (Ctrl-C stops)"
     )
+    if harnesses:
+        from service import run_service
+
+        err.print(f"serving {', '.join(str(h) for h in harnesses)} at http://{host}:{port}/v1")
+        try:
+            run_service(
+                host,
+                port,
+                token=token,
+                harnesses=harnesses,
+                model=model,
+                max_in_flight=max_in_flight,
+                worlds=worlds,
+                defaults=defaults,
+                max_sessions=max_sessions,
+                idle_seconds=idle_timeout,
+            )
+        except ValueError as error:
+            fail(str(error))
+        return
     try:
         run_server(
             host,

@@ -121,6 +121,11 @@ class Task(_Strict):
     user: UserSpec
     reference: list[ReferenceCall] = Field(default_factory=list)
     expect: Expect
+    review: Literal["draft", "reviewed"] = Field(
+        "reviewed",
+        description="`draft` for a task drafted from served records and not yet checked by a person: "
+        "allowed in train only, so an unchecked expectation never decides what is accepted.",
+    )
 
     @field_validator("seeds")
     @classmethod
@@ -420,6 +425,11 @@ def _read_tasks(
 
 def _check_task(task: Task, world: World, graders: dict[str, PythonGrader]) -> Iterable[tuple[str, str]]:
     """What the world and graders.py say about a well-formed task: (field, problem) pairs."""
+    if task.review == "draft" and task.split != "train":
+        yield (
+            "review",
+            f"a draft task cannot be in {task.split}; set review: reviewed after checking it, or move it to train",
+        )
     if task.fixture not in world.fixtures:
         yield (
             "fixture",

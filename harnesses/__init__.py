@@ -19,6 +19,7 @@ from ._format import (
 from ._harness import Harness, load_harness
 from ._prompt import PromptKind, PromptPart, prompt_hash, render_prompt
 from ._runtime import run_episode
+from ._step import ConversationError, StepAnswer, UnusableAnswer, next_message
 from ._tools import ToolSpec, tool_specs
 from ._try import try_episode
 from ._user import ScriptedUser, UserSide
@@ -28,6 +29,7 @@ __all__ = [
     "PATTERNS",
     "TEMPLATE_VARIABLES",
     "AgentConfig",
+    "ConversationError",
     "Demo",
     "DemoStep",
     "Episode",
@@ -42,12 +44,15 @@ __all__ = [
     "PromptKind",
     "PromptPart",
     "ScriptedUser",
+    "StepAnswer",
     "StopReason",
     "ToolOverride",
     "ToolSpec",
+    "UnusableAnswer",
     "UserSide",
     "content_hash",
     "load_harness",
+    "next_message",
     "prompt_hash",
     "render_prompt",
     "run_episode",

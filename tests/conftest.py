@@ -1,10 +1,17 @@
-"""Suite-wide guards: a private cache directory, no real model calls, reproducible property tests."""
+"""Suite-wide guards (a private cache directory, no real model calls, reproducible property tests) and
+real servers on free loopback ports."""
 
 import os
+import socket
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
+import uvicorn
 from hypothesis import settings
 
 # Property tests draw the same examples on every run and machine, so a red CI run reproduces
@@ -28,3 +35,34 @@ def forget_new_modules():
     yield
     for name in set(sys.modules) - before:
         del sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def serve():
+    """`with serve(app) as url:` runs an ASGI app on a free 127.0.0.1 port."""
+    return running
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def running(app, **config) -> Iterator[str]:
+    """Serve `app` with uvicorn on 127.0.0.1 in a thread; yield its base URL; stop it afterwards."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

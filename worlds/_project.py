@@ -8,6 +8,11 @@ project file, found in the nearest folder at or above where a command starts, sa
     suites = "evals"                       # folder holding a suite per world (<folder>/<world>/suite.yaml)
     harness = "harnesses/mydesk_agent"     # what `optimize run`, `eval`, `gate` and `try` use when given none
 
+    [records]                              # what the served endpoint keeps of each call (service/_records.py)
+    redact = ["email", "phone", "card"]    # built-in redactors, applied before anything is written
+    redact_hook = "mydesk.privacy:scrub"   # your own function (dict) -> dict, applied after them
+    retention_days = 30                    # records older than this are dropped
+
 Paths are relative to the file. Every key is optional; an unknown key is an error naming the file.
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -36,6 +42,7 @@ class ProjectConfig(BaseModel):
     worlds: list[str] = []
     suites: str | None = None
     harness: str | None = None
+    records: dict[str, Any] = {}  # checked by service.RecordPolicy, which the layer that serves owns
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,7 @@ def _read(path: Path) -> Project:
         problems = "; ".join(
             f"{'.'.join(map(str, item['loc'])) or '(file)'}: {_message(item)}" for item in error.errors()
         )
-        raise ProjectError(f"{path}: {problems} (keys: worlds, suites, harness)") from None
+        raise ProjectError(f"{path}: {problems} (keys: worlds, suites, harness, records)") from None
 
 
 def _message(item: dict) -> str:

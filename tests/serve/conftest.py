@@ -1,20 +1,13 @@
-"""Fixtures for the server tests: the shop world, real servers on free loopback ports, and
-OpenEnv's clients."""
+"""Fixtures for the server tests: the shop world and OpenEnv's clients (real servers: tests/conftest.py)."""
 
 from __future__ import annotations
 
 import importlib.util
-import socket
 import sys
-import threading
-import time
 import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "worlds"))
 
@@ -30,40 +23,9 @@ def shop():
 
 
 @pytest.fixture(scope="session")
-def serve():
-    """`with serve(app) as url:` runs an ASGI app on a free 127.0.0.1 port."""
-    return running
-
-
-@pytest.fixture(scope="session")
 def openenv():
     """OpenEnv's (GenericEnvClient, MCPToolClient), or a skip that says how to install them."""
     return openenv_clients()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextmanager
-def running(app, **config) -> Iterator[str]:
-    """Serve `app` with uvicorn on 127.0.0.1 in a thread; yield its base URL; stop it afterwards."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def openenv_clients():

@@ -1,0 +1,203 @@
+"""What the harness endpoint adds to a model call: p50 and p99 latency at 1 and 50 concurrent clients.
+
+Two servers, each in its own process (uvicorn, one worker), answer `POST /v1/chat/completions` with
+the same zero-latency scripted model:
+
+- direct: a bare FastAPI route that hands the client's messages to the model and returns its answer
+  in the OpenAI shape — the HTTP stack and the model call, nothing else;
+- atoll: the service serving harnesses/support_agent — the release head read, the prompt, demos and
+  tool specs rendered around the messages, the answer parsed, and the call recorded (with its
+  session) in a runs store on disk.
+
+A client process sends the same opening request to each in turn (keep-alive connections, `--rounds`
+alternations so drift hits both alike) and prints the medians side by side; "added" is atoll minus
+direct. The issue's target: under 2 ms added at p50.
+
+Run: python benchmarks/service.py [--requests 400] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import httpx  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = ROOT / "harnesses" / "support_agent"
+REQUEST = {
+    "model": "support_agent",
+    "messages": [{"role": "user", "content": "Hi, where is my order ORD-1042? It was due last week."}],
+}
+
+
+def _reply(_: Any) -> str:
+    return "Your order is on its way."
+
+
+def _direct_app() -> Any:
+    from fastapi import FastAPI, Request
+
+    from harnesses.models import ScriptedModel
+
+    model = ScriptedModel(fn=_reply)
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> dict[str, Any]:
+        body = await request.json()
+        answer = await model.complete(body["messages"])
+        model.requests.clear()
+        return {
+            "id": "chatcmpl-direct",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": answer.content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+
+    return app
+
+
+def _atoll_app(store_path: str) -> Any:
+    from evals import RunStore
+    from harnesses.models import ScriptedModel
+    from service import create_service_app
+
+    class Forgetful(ScriptedModel):
+        """The scripted model, keeping no requests (a long benchmark would hold them all)."""
+
+        async def complete(self, *args: Any, **kwargs: Any) -> Any:
+            answer = await super().complete(*args, **kwargs)
+            self.requests.clear()
+            return answer
+
+    return create_service_app([HARNESS], worlds=[], store=RunStore(store_path), model=Forgetful(fn=_reply))
+
+
+def _serve(kind: str, port: int, store_path: str) -> None:
+    import uvicorn
+
+    app = _direct_app() if kind == "direct" else _atoll_app(store_path)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", limit_concurrency=1000)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_up(url: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=5).raise_for_status()
+            return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the server at {url} did not come up")
+
+
+async def _latencies(url: str, clients: int, requests: int) -> list[float]:
+    """Seconds per request, `clients` at a time, after a warm-up."""
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+        for _ in range(20):
+            (await client.post("/v1/chat/completions", json=REQUEST)).raise_for_status()
+        queue = iter(range(requests))
+        seen: list[float] = []
+
+        async def worker() -> None:
+            for _ in queue:
+                began = time.perf_counter()
+                (await client.post("/v1/chat/completions", json=REQUEST)).raise_for_status()
+                seen.append(time.perf_counter() - began)
+
+        await asyncio.gather(*(worker() for _ in range(clients)))
+        return seen
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=400, help="requests per server, clients and round")
+    parser.add_argument("--rounds", type=int, default=2, help="alternations of the two servers")
+    args = parser.parse_args()
+    context = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory(prefix="atoll-service-bench-") as scratch:
+        urls, servers = {}, []
+        for kind in ("direct", "atoll"):
+            port = _free_port()
+            server = context.Process(target=_serve, args=(kind, port, str(Path(scratch) / "runs.sqlite")))
+            server.start()
+            servers.append(server)
+            urls[kind] = f"http://127.0.0.1:{port}"
+        try:
+            for url in urls.values():
+                _wait_up(url)
+            seen: dict[tuple[str, int], list[float]] = {}
+            for _ in range(args.rounds):
+                for clients in (1, 50):
+                    for kind, url in urls.items():
+                        batch = asyncio.run(_latencies(url, clients, args.requests))
+                        seen.setdefault((kind, clients), []).extend(batch)
+        finally:
+            for server in servers:
+                server.terminate()
+                server.join()
+    table = Table(
+        title=f"chat completion latency, zero-latency model ({args.requests} x {args.rounds} requests each)"
+    )
+    for column in (
+        "clients",
+        "direct p50 ms",
+        "atoll p50 ms",
+        "added p50 ms",
+        "direct p99 ms",
+        "atoll p99 ms",
+        "added p99 ms",
+    ):
+        table.add_column(column, justify="right")
+    for clients in (1, 50):
+        direct, atoll = seen[("direct", clients)], seen[("atoll", clients)]
+        p50 = (statistics.median(direct) * 1000, statistics.median(atoll) * 1000)
+        p99 = (_percentile(direct, 0.99) * 1000, _percentile(atoll, 0.99) * 1000)
+        table.add_row(
+            str(clients),
+            f"{p50[0]:.2f}",
+            f"{p50[1]:.2f}",
+            f"{p50[1] - p50[0]:+.2f}",
+            f"{p99[0]:.2f}",
+            f"{p99[1]:.2f}",
+            f"{p99[1] - p99[0]:+.2f}",
+        )
+    Console(width=160).print(table)
+
+
+if __name__ == "__main__":
+    main()

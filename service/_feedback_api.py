@@ -1,0 +1,87 @@
+"""The HTTP side of records: the application posts feedback against the record ids it was given
+(`x-atoll-record-id`), and reads records back.
+
+Errors come in the OpenAI error shape the rest of the endpoint uses, so a client's error handling
+covers these routes too. SQLite calls block, so they run in a worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ._records import FeedbackIn, RecordStore, UnknownRecord
+from ._wire import error_body
+
+MAX_LIST = 1000
+
+
+class RecordQuery(BaseModel):
+    """The query of `GET /v1/records`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    harness: str | None = None
+    session: str | None = None
+    with_feedback: bool | None = None
+    limit: int = Field(50, ge=1, le=MAX_LIST)
+
+
+def _invalid(error: ValidationError | ValueError, where: str) -> JSONResponse:
+    if isinstance(error, ValidationError):
+        message = "; ".join(
+            f"{'.'.join(map(str, item['loc'])) or where}: {item['msg'].removeprefix('Value error, ')}"
+            for item in error.errors()
+        )
+    else:
+        message = f"{where}: {error}"
+    return JSONResponse(error_body(message, "invalid_request"), status_code=400)
+
+
+def _unknown(error: UnknownRecord) -> JSONResponse:
+    return JSONResponse(error_body(str(error), "unknown_record"), status_code=404)
+
+
+def records_router(records: RecordStore) -> APIRouter:
+    """`POST /feedback`, `GET /v1/records` and `GET /v1/records/{id}` over `records`; auth is the app's."""
+    router = APIRouter()
+
+    @router.post("/feedback", response_model=None)
+    async def post_feedback(request: Request) -> dict[str, Any] | JSONResponse:
+        """Merge feedback into the rows of the records it names; returns the merged rows."""
+        try:
+            feedback = FeedbackIn.model_validate(json.loads(await request.body()))
+        except ValidationError as error:
+            return _invalid(error, "body")
+        except ValueError as error:  # not JSON, or not UTF-8
+            return _invalid(ValueError(f"not JSON ({error})"), "body")
+        try:
+            merged = await asyncio.to_thread(records.add_feedback, feedback)
+        except UnknownRecord as error:
+            return _unknown(error)
+        return {"object": "list", "data": [row.model_dump(mode="json") for row in merged]}
+
+    @router.get("/v1/records", response_model=None)
+    def list_records(request: Request) -> dict[str, Any] | JSONResponse:
+        """Records, newest first (a session's: oldest first), each with its feedback."""
+        try:
+            query = RecordQuery.model_validate(dict(request.query_params))
+        except ValidationError as error:
+            return _invalid(error, "query")
+        found = records.list(**query.model_dump())
+        return {"object": "list", "data": [record.model_dump(mode="json") for record in found]}
+
+    @router.get("/v1/records/{record_id}", response_model=None)
+    def get_record(record_id: str) -> dict[str, Any] | JSONResponse:
+        """One record with its feedback."""
+        try:
+            return records.get(record_id).model_dump(mode="json")
+        except UnknownRecord as error:
+            return _unknown(error)
+
+    return router

@@ -1,0 +1,678 @@
+"""Records: every call the served endpoint answers, kept with the feedback the application sends about it.
+
+A record is what the harness was asked and what it answered, so that real traffic can be read, exported
+and drafted into eval tasks (service/_tasks.py). Records live in the runs store, in two tables of their own:
+`records` (one row per served call) and `record_feedback` (one row per record and feedback source).
+
+Privacy comes first: `RecordStore.add` redacts the request, the response and the error (the built-in
+redactors named in atoll.toml's `[records]`, then the project's own hook) before anything is written, and
+drops records older than the retention while it is at it. Feedback text is redacted by the built-ins too.
+
+Calls of one conversation share a session: the client's own id when it gives one, else the session of the
+earlier call whose messages and answer the new request starts with (see `RecordStore.add`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import re
+import secrets
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlite_utils
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from evals import RunStore
+from worlds import PROJECT_FILE, TIMESTAMP_FORMAT, AtollError, ProjectError, find_project
+
+RECORDS_TABLE = "records"
+FEEDBACK_TABLE = "record_feedback"
+PRUNE_EVERY_S = 60.0  # `add` drops expired records at most this often: one indexed DELETE a minute
+MAX_PREFIXES = 64  # the longest conversation prefixes a new request is matched on (one indexed IN query)
+
+Redactor = Literal["email", "phone", "card"]
+
+
+class RecordError(AtollError):
+    """A record or its feedback cannot be written or read as asked (a failing redaction hook, a bad policy)."""
+
+
+class UnknownRecord(RecordError):
+    """Feedback or a lookup named record ids the store does not hold (never stored, or pruned)."""
+
+    def __init__(self, record_ids: list[str]) -> None:
+        self.record_ids = record_ids
+        super().__init__(
+            f"no record {', '.join(record_ids)}: never stored, or older than the retention and pruned; "
+            "`optimize records list` shows the stored ones"
+        )
+
+
+# -- the policy -------------------------------------------------------------------------------------------
+
+
+class RecordPolicy(BaseModel):
+    """atoll.toml's `[records]` table: what is redacted before a record is written, and how long it is kept.
+
+    Example:
+
+        [records]
+        redact = ["email", "phone", "card"]
+        redact_hook = "mydesk.privacy:scrub"   # a function (dict) -> dict in your repository
+        retention_days = 30                    # days; RecordPolicy(retention_days=None) keeps records forever
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    redact: list[Redactor] = Field(
+        default_factory=list,
+        description="Built-in redactors applied to every string of the request, response and error: matches "
+        "become `[email]`, `[phone]`, `[card]`.",
+    )
+    redact_hook: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="`package.module:function`, your own (dict) -> dict, called after the built-ins with the "
+        "request body, then with the response body; imported with the project folder on the path.",
+    )
+    retention_days: float | None = Field(
+        30, gt=0, description="Records older than this are dropped; None: never."
+    )
+    _root: Path | None = PrivateAttr(None)  # the folder of atoll.toml, where the hook's package lives
+
+    def hook(self) -> Callable[[dict[str, Any]], Any] | None:
+        """The redaction hook, imported; RecordError naming it when it cannot be."""
+        if self.redact_hook is None:
+            return None
+        module_name, _, function_name = self.redact_hook.partition(":")
+        # The hook's package sits beside atoll.toml, as a project's world packages do (worlds/_find.py).
+        if self._root is not None and str(self._root) not in sys.path:
+            sys.path.append(str(self._root))
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as error:  # the user's module: whatever it raises, say which hook
+            raise RecordError(
+                f"{PROJECT_FILE}: records.redact_hook {self.redact_hook!r}: cannot import "
+                f"{module_name}: {type(error).__name__}: {error}"
+            ) from None
+        function = getattr(module, function_name, None)
+        if not callable(function):
+            raise RecordError(
+                f"{PROJECT_FILE}: records.redact_hook {self.redact_hook!r}: {module_name} has no function {function_name!r}"
+            )
+        return function
+
+
+def load_record_policy(start: Path | None = None) -> RecordPolicy:
+    """The `[records]` table of the project file at or above `start` (default the working directory), checked;
+    the defaults (no redaction, 30 days) when there is no project file or no table."""
+    project = find_project(start)
+    if project is None:
+        return RecordPolicy()
+    try:
+        policy = RecordPolicy.model_validate(project.config.records)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"records.{'.'.join(map(str, item['loc']))}: "
+            + ("unknown key" if item["type"] == "extra_forbidden" else item["msg"])
+            for item in error.errors()
+        )
+        raise ProjectError(
+            f"{project.file}: {problems} (keys: redact, redact_hook, retention_days)"
+        ) from None
+    policy._root = project.root
+    return policy
+
+
+# -- redaction --------------------------------------------------------------------------------------------
+
+# Broader than any address a person would call an email: every `local@label.label` goes.
+_EMAIL = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+")
+# 13-19 digits, optionally grouped by spaces or dashes; replaced only when the Luhn check passes.
+_CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
+# Digit groups joined by separators, optionally with +country and (area); replaced only with 9-15 digits, so
+# a date (2026-03-02, 8 digits), a time (09:00), an amount (59.99) or an id (ORD-1012) stays.
+_PHONE = re.compile(
+    r"(?<![\w.+-])(?:\+\d{7,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4})(?![\w:-]|\.\d)"
+)
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char) * (2 if index % 2 else 1)
+        total += value - 9 if value > 9 else value
+    return total % 10 == 0
+
+
+def _card(match: re.Match[str]) -> str:
+    digits = re.sub(r"\D", "", match.group())
+    return "[card]" if _luhn(digits) else match.group()
+
+
+def _phone(match: re.Match[str]) -> str:
+    count = sum(char.isdigit() for char in match.group())
+    return "[phone]" if 9 <= count <= 15 or (match.group().startswith("+") and count >= 7) else match.group()
+
+
+# Cards before phones: a card number is also a run of digit groups.
+_REDACTORS: dict[str, Callable[[str], str]] = {
+    "email": lambda text: _EMAIL.sub("[email]", text),
+    "card": lambda text: _CARD.sub(_card, text),
+    "phone": lambda text: _PHONE.sub(_phone, text),
+}
+
+
+def redact_text(text: str, redactors: Iterable[str]) -> str:
+    """`text` with every match of the named built-in redactors replaced (`[email]`, `[phone]`, `[card]`)."""
+    chosen = set(redactors)
+    for name, redactor in _REDACTORS.items():
+        if name in chosen:
+            text = redactor(text)
+    return text
+
+
+def _redact_value(value: Any, redactors: list[str]) -> Any:
+    """A redacted copy: every string inside (not the keys) redacted; the caller's objects stay as they were."""
+    if isinstance(value, str):
+        return redact_text(value, redactors)
+    if isinstance(value, dict):
+        return {key: _redact_value(item, redactors) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_value(item, redactors) for item in value]
+    return value
+
+
+# -- sessions ---------------------------------------------------------------------------------------------
+
+
+def _text(content: Any) -> Any:
+    """A message's content as clients resend it: text parts joined, None as "", whitespace trimmed."""
+    if content is None:
+        return ""
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+        return "".join(str(part.get("text", "")) for part in content).strip()
+    return content.strip() if isinstance(content, str) else content
+
+
+def _arguments(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)  # a client may re-serialise them with other spacing
+        except ValueError:
+            return arguments
+    return arguments
+
+
+def normalise_message(message: Any) -> dict[str, Any]:
+    """The part of a chat message that identifies it in a conversation: role, content, tool calls (id, name,
+    arguments) and tool_call_id; what a client drops or adds (`refusal: null`, `name`) does not count."""
+    if not isinstance(message, dict):
+        return {"content": message}
+    found: dict[str, Any] = {"role": message.get("role"), "content": _text(message.get("content"))}
+    calls = message.get("tool_calls") or []
+    if calls:
+        found["tool_calls"] = [
+            {
+                "id": call.get("id"),
+                "name": (call.get("function") or {}).get("name"),
+                "arguments": _arguments((call.get("function") or {}).get("arguments")),
+            }
+            for call in calls
+            if isinstance(call, dict)
+        ]
+    if message.get("tool_call_id") is not None:
+        found["tool_call_id"] = message["tool_call_id"]
+    return found
+
+
+def _prefix_hashes(messages: list[Any]) -> Iterator[tuple[int, str]]:
+    """(length, hash) of each prefix of `messages`, one sha256 fed message by message."""
+    digest = hashlib.sha256()
+    for index, message in enumerate(messages):
+        line = json.dumps(
+            normalise_message(message), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        )
+        digest.update(line.encode() + b"\n")
+        yield index + 1, digest.copy().hexdigest()[:32]
+
+
+def _messages(request: dict[str, Any]) -> list[Any]:
+    messages = request.get("messages")
+    return messages if isinstance(messages, list) else []
+
+
+def _answer(response: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The assistant message a response carries (its first choice: the one a client continues)."""
+    choices = (response or {}).get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        message = choices[0].get("message")
+        return message if isinstance(message, dict) else None
+    return None
+
+
+def _thread_hash(request: dict[str, Any], response: dict[str, Any] | None) -> str | None:
+    """The hash of the conversation once this call was answered (its messages + the answer); None
+    without an answer, since nothing can continue a call that failed."""
+    answer = _answer(response)
+    if answer is None:
+        return None
+    *_, (_, last) = _prefix_hashes([*_messages(request), answer])
+    return last
+
+
+def _continuation_hashes(request: dict[str, Any]) -> list[str]:
+    """The hashes of the prefixes a continued conversation could share with an earlier call: those that end
+    in an assistant message, longest first."""
+    messages = _messages(request)
+    found = [
+        digest
+        for length, digest in _prefix_hashes(messages)
+        if isinstance(messages[length - 1], dict) and messages[length - 1].get("role") == "assistant"
+    ]
+    return found[::-1][:MAX_PREFIXES]
+
+
+# -- records and feedback ---------------------------------------------------------------------------------
+
+
+class NewRecord(BaseModel):
+    """What the endpoint hands over for one served call."""
+
+    harness: str = Field(description="The harness.yaml name.")
+    agent: str = Field(description="The agent served (the entry agent, or a sub-agent).")
+    release: int | None = Field(description="The release number served; None: the unreleased working files.")
+    release_hash: str = Field(description="Content hash of the harness files served.")
+    model: str
+    request: dict[str, Any] = Field(description="The client's request body as received.")
+    response: dict[str, Any] | None = Field(description="The chat.completion body returned; None on error.")
+    prompt_hash: str = Field(description="Hash of the rendered system prompt (harnesses.prompt_hash).")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    error: str | None = None
+    session: str | None = Field(None, description="The client's session id; None: derived from the messages.")
+
+
+class Feedback(BaseModel):
+    """The merged feedback of one source about one record (see `RecordStore.add_feedback`)."""
+
+    record_id: str
+    source: str
+    score: float | None = None
+    passed: bool | None = None
+    comment: str | None = None
+    correction: str | None = None
+    posts: int = Field(1, description="How many posts from this source were merged into this row.")
+    created_at: str
+    updated_at: str
+
+
+class Record(NewRecord):
+    """A stored record, read back with its feedback."""
+
+    id: str
+    session: str
+    created_at: str
+    feedback: list[Feedback] = Field(default_factory=list)
+
+
+class FeedbackIn(BaseModel):
+    """One feedback post about one or more records.
+
+    `passed` without `score` means a score of 1 (passed) or 0; `score` without `passed` means
+    passed = score >= 1.0, the pass threshold of a suite by default.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    record_ids: list[str] = Field(min_length=1, max_length=100)
+    score: float | None = Field(None, ge=0.0, le=1.0)
+    passed: bool | None = None
+    comment: str | None = None
+    correction: str | None = Field(None, description="What the reply should have said.")
+    source: str = Field("default", min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> FeedbackIn:
+        if self.score is None and self.passed is None and self.comment is None and self.correction is None:
+            raise ValueError("give at least one of score, passed, comment, correction")
+        if self.passed is None and self.score is not None:
+            self.passed = self.score >= 1.0
+        elif self.score is None and self.passed is not None:
+            self.score = 1.0 if self.passed else 0.0
+        return self
+
+
+_RECORD_COLUMNS: dict[str, type] = {
+    "id": str,
+    "created_at": str,
+    "harness": str,
+    "agent": str,
+    "release": int,
+    "release_hash": str,
+    "model": str,
+    "session": str,
+    "thread": str,  # hash of the messages + the answer: what a later call of the conversation starts with
+    "request": str,
+    "response": str,
+    "prompt_hash": str,
+    "prompt_tokens": int,
+    "completion_tokens": int,
+    "cost_usd": float,
+    "latency_ms": float,
+    "error": str,
+}
+_FEEDBACK_COLUMNS: dict[str, type] = {
+    "record_id": str,
+    "source": str,
+    "score": float,
+    "passed": int,
+    "comment": str,
+    "correction": str,
+    "posts": int,
+    "created_at": str,
+    "updated_at": str,
+}
+_INSERT = (
+    f"INSERT INTO {RECORDS_TABLE} ({', '.join(_RECORD_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_RECORD_COLUMNS))})"
+)
+_MERGED_FIELDS = ("score", "passed", "comment", "correction")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _stamp(moment: datetime) -> str:
+    """A moment as the store keeps it (UTC, to the second, so text order is time order); naive means UTC."""
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
+
+
+_SPAN = re.compile(r"^(\d+(?:\.\d+)?)\s*([mhdw])$")
+_SPAN_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """A `--since` value as a moment: a span back from now (`30m`, `12h`, `7d`, `2w`) or a UTC date or time
+    (`2026-03-01`, `2026-03-01 09:30`); RecordError showing these forms otherwise."""
+    span = _SPAN.match(text.strip())
+    if span is not None:
+        return (now or _now()) - timedelta(**{_SPAN_UNITS[span[2]]: float(span[1])})
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise RecordError(
+            f"--since {text!r}: give a span back from now (30m, 12h, 7d, 2w) or a UTC date or time "
+            "(2026-03-01, 2026-03-01 09:30)"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+class RecordStore:
+    """Records and their feedback, in the runs store.
+
+    Args:
+        store: the runs store the tables live in (created on first use).
+        policy: redaction and retention (`load_record_policy()` reads atoll.toml's); default none and 30 days.
+            Its hook is imported here, so a wrong one stops the server before it serves.
+    """
+
+    def __init__(self, store: RunStore, policy: RecordPolicy | None = None) -> None:
+        self.store = store
+        self.policy = policy or RecordPolicy()
+        self._hook = self.policy.hook()
+        self._pruned_at = float("-inf")
+        store.ensure_table(RECORDS_TABLE, _RECORD_COLUMNS, pk="id")
+        store.ensure_table(
+            FEEDBACK_TABLE,
+            _FEEDBACK_COLUMNS,
+            pk=("record_id", "source"),
+            foreign_keys=[("record_id", RECORDS_TABLE, "id")],
+        )
+        with store.transaction() as db:
+            for columns in (["created_at"], ["harness", "created_at"], ["session", "created_at"], ["thread"]):
+                db[RECORDS_TABLE].create_index(columns, if_not_exists=True)
+
+    # -- writing ------------------------------------------------------------------------------------------
+
+    def add(self, record: NewRecord) -> Record:
+        """Redact, assign an id and a session, and write one call: one indexed lookup and one insert.
+
+        The session is the client's (`record.session`) when given; else the session of the newest record
+        whose messages + answer are the longest prefix (ending in an assistant message) of this request's
+        messages; else a new one. Prefixes are compared on the redacted messages, as they were stored.
+        Raises RecordError, writing nothing, when the redaction hook fails.
+        """
+        if time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
+            self.prune()
+        request, response, error = self._redacted(record)
+        thread = _thread_hash(request, response)
+        record_id = "rec_" + secrets.token_hex(8)
+        created_at = _stamp(_now())
+        with self.store.transaction() as db:
+            session = record.session or self._session_of(db.conn, request)
+            values = record.model_dump(exclude={"request", "response", "error", "session"})
+            db.conn.execute(
+                _INSERT,
+                [
+                    record_id,
+                    created_at,
+                    values["harness"],
+                    values["agent"],
+                    values["release"],
+                    values["release_hash"],
+                    values["model"],
+                    session,
+                    thread,
+                    json.dumps(request, ensure_ascii=False),
+                    None if response is None else json.dumps(response, ensure_ascii=False),
+                    values["prompt_hash"],
+                    values["prompt_tokens"],
+                    values["completion_tokens"],
+                    values["cost_usd"],
+                    values["latency_ms"],
+                    error,
+                ],
+            )
+        return Record.model_validate(
+            {
+                **values,
+                "request": request,
+                "response": response,
+                "error": error,
+                "id": record_id,
+                "session": session,
+                "created_at": created_at,
+            }
+        )
+
+    def _redacted(self, record: NewRecord) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
+        redactors = list(self.policy.redact)
+        request, response, error = record.request, record.response, record.error
+        if redactors:  # a copy: the response is still on its way to the client, whole
+            request = _redact_value(request, redactors)
+            response = None if response is None else _redact_value(response, redactors)
+            error = None if error is None else redact_text(error, redactors)
+        if self._hook is not None:
+            request = self._call_hook(json.loads(json.dumps(request)))  # the hook may edit what it is given
+            response = None if response is None else self._call_hook(json.loads(json.dumps(response)))
+        return request, response, error
+
+    def _call_hook(self, body: dict[str, Any]) -> dict[str, Any]:
+        name = self.policy.redact_hook
+        try:
+            result = self._hook(body)  # type: ignore[misc]  # set whenever this is called
+        except Exception as error:
+            raise RecordError(
+                f"records.redact_hook {name!r} raised {type(error).__name__}: {error}; nothing was recorded"
+            ) from error
+        if not isinstance(result, dict):
+            raise RecordError(
+                f"records.redact_hook {name!r} returned a {type(result).__name__}, not a dict; nothing was recorded"
+            )
+        return result
+
+    def _session_of(self, conn: sqlite3.Connection, request: dict[str, Any]) -> str:
+        prefixes = _continuation_hashes(request)
+        if prefixes:
+            rows = conn.execute(
+                f"SELECT thread, session FROM {RECORDS_TABLE} WHERE thread IN ({', '.join('?' * len(prefixes))}) "
+                "ORDER BY rowid DESC",
+                prefixes,
+            ).fetchall()
+            sessions: dict[str, str] = {}
+            for thread, session in rows:
+                sessions.setdefault(thread, session)  # the newest record of each prefix
+            for prefix in prefixes:  # longest first
+                if prefix in sessions:
+                    return sessions[prefix]
+        return "ses_" + secrets.token_hex(8)
+
+    def add_feedback(self, feedback: FeedbackIn) -> list[Feedback]:
+        """Merge a feedback post into the rows of its records: one row per (record, source).
+
+        A second post from the same source updates that row field by field: a field the post gives replaces
+        the stored one, a field it leaves out (None) keeps it, and `posts` counts the posts. Score and passed
+        are completed first (see `FeedbackIn`), so a later `passed: false` also sets the score to 0.
+        Comment and correction go through the built-in redactors. Raises UnknownRecord, writing nothing, when
+        any id is not stored. Returns the merged rows, in the order of `record_ids`.
+        """
+        redactors = list(self.policy.redact)
+        given = {
+            "score": feedback.score,
+            "passed": feedback.passed,
+            "comment": None if feedback.comment is None else redact_text(feedback.comment, redactors),
+            "correction": None
+            if feedback.correction is None
+            else redact_text(feedback.correction, redactors),
+        }
+        record_ids = list(dict.fromkeys(feedback.record_ids))
+        now = _stamp(_now())
+        marks = ", ".join("?" * len(record_ids))
+        with self.store.transaction() as db:
+            known = {
+                row[0]
+                for row in db.conn.execute(
+                    f"SELECT id FROM {RECORDS_TABLE} WHERE id IN ({marks})", record_ids
+                )
+            }
+            missing = [record_id for record_id in record_ids if record_id not in known]
+            if missing:
+                raise UnknownRecord(missing)
+            stored = {
+                row["record_id"]: row
+                for row in db[FEEDBACK_TABLE].rows_where(
+                    f"source = ? AND record_id IN ({marks})", [feedback.source, *record_ids]
+                )
+            }
+            merged = []
+            for record_id in record_ids:
+                before = stored.get(record_id)
+                row = {
+                    "record_id": record_id,
+                    "source": feedback.source,
+                    "posts": 1 if before is None else before["posts"] + 1,
+                    "created_at": now if before is None else before["created_at"],
+                    "updated_at": now,
+                }
+                for field in _MERGED_FIELDS:
+                    value = given[field]
+                    row[field] = value if value is not None or before is None else before[field]
+                db[FEEDBACK_TABLE].upsert(row, pk=("record_id", "source"))
+                merged.append(_feedback(row))
+        return merged
+
+    def prune(self, now: datetime | None = None) -> int:
+        """Drop the records older than the retention, with their feedback; returns how many records went."""
+        self._pruned_at = time.monotonic()
+        if self.policy.retention_days is None:
+            return 0
+        cutoff = _stamp((now or _now()) - timedelta(days=self.policy.retention_days))
+        with self.store.transaction() as db:
+            expired = f"SELECT id FROM {RECORDS_TABLE} WHERE created_at < ?"
+            db.conn.execute(f"DELETE FROM {FEEDBACK_TABLE} WHERE record_id IN ({expired})", [cutoff])
+            return db.conn.execute(f"DELETE FROM {RECORDS_TABLE} WHERE created_at < ?", [cutoff]).rowcount
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    def get(self, record_id: str) -> Record:
+        """One record with its feedback; UnknownRecord when it is not stored."""
+        with self.store.transaction() as db:
+            found = _with_feedback(db, list(db[RECORDS_TABLE].rows_where("id = ?", [record_id])))
+        if not found:
+            raise UnknownRecord([record_id])
+        return found[0]
+
+    def list(
+        self,
+        *,
+        harness: str | None = None,
+        session: str | None = None,
+        with_feedback: bool | None = None,
+        since: datetime | None = None,
+        limit: int | None = 50,
+    ) -> list[Record]:
+        """Records, newest first (a session's calls: in the order they came, oldest first).
+
+        Args:
+            harness: only this harness (its harness.yaml name).
+            session: only the calls of this session.
+            with_feedback: True: only records that got feedback; False: only those that got none.
+            since: only records made at or after this moment.
+            limit: at most this many; None: all.
+        """
+        where, values = [], []
+        if harness is not None:
+            where.append("harness = ?")
+            values.append(harness)
+        if session is not None:
+            where.append("session = ?")
+            values.append(session)
+        if since is not None:
+            where.append("created_at >= ?")
+            values.append(_stamp(since))
+        if with_feedback is not None:
+            exists = f"EXISTS (SELECT 1 FROM {FEEDBACK_TABLE} f WHERE f.record_id = {RECORDS_TABLE}.id)"
+            where.append(exists if with_feedback else f"NOT {exists}")
+        order = "created_at, rowid" if session is not None else "created_at DESC, rowid DESC"
+        with self.store.transaction() as db:
+            rows = db[RECORDS_TABLE].rows_where(
+                " AND ".join(where) or None, values, order_by=order, limit=limit
+            )
+            return _with_feedback(db, list(rows))
+
+
+def _with_feedback(db: sqlite_utils.Database, rows: list[dict[str, Any]]) -> list[Record]:
+    """The records of `rows`, each with its feedback rows (oldest first)."""
+    found: dict[str, list[Feedback]] = {row["id"]: [] for row in rows}
+    ids = list(found)
+    for start in range(0, len(ids), 500):  # under SQLite's limit on bound values
+        chunk = ids[start : start + 500]
+        for row in db[FEEDBACK_TABLE].rows_where(
+            f"record_id IN ({', '.join('?' * len(chunk))})", chunk, order_by="created_at, source"
+        ):
+            found[row["record_id"]].append(_feedback(row))
+    return [_record(row, found[row["id"]]) for row in rows]
+
+
+def _feedback(row: dict[str, Any]) -> Feedback:
+    return Feedback.model_validate({**row, "passed": None if row["passed"] is None else bool(row["passed"])})
+
+
+def _record(row: dict[str, Any], feedback: list[Feedback]) -> Record:
+    values = {key: value for key, value in row.items() if key != "thread"}
+    values["request"] = json.loads(row["request"])
+    values["response"] = None if row["response"] is None else json.loads(row["response"])
+    return Record.model_validate({**values, "feedback": feedback})

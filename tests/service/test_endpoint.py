@@ -1,0 +1,282 @@
+"""The harness endpoint through the official `openai` client, unchanged but for `base_url`: chat, tool
+calls the client runs, streaming, skills Atoll answers itself, feedback, and the served release
+switching under load without a restart or a failed request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from evals import RunStore
+from harnesses.models import ModelRequest, ScriptedModel
+from service import ReleaseChain, create_service_app
+
+PROMPT = "prompts/front.md.j2"
+FILES = {
+    "harness.yaml": (
+        "name: desk\nworld: helpdesk\nmodel: scripted\nentry: front\n"
+        "agents:\n  front:\n    prompt: prompts/front.md.j2\n    delegates: [refunds]\n    skills: [policy]\n    skill_tool: true\n"
+        "  refunds:\n    description: Refunds.\n    prompt: prompts/refunds.md.j2\n"
+    ),
+    "tools.yaml": "front: [get_order]\nrefunds: [get_order]\n",
+    PROMPT: "You are the front desk. VERSION 0\n",
+    "prompts/refunds.md.j2": "You do refunds.\n",
+    "skills/policy.md": "Refunds within 30 days of delivery.\n",
+}
+HOLD = threading.Event()  # a request whose user says "hold" waits for it at the model
+HELD = threading.Event()  # ... and sets this when it got there
+
+
+def desk(request: ModelRequest) -> str | dict:
+    """The scripted model: looks an order up, loads the policy skill, and says which prompt it was given."""
+    system, last = request.messages[0]["content"], request.messages[-1]
+    version = re.search(r"VERSION \d+", system)
+    said = version.group() if version else "no version"
+    if last["role"] == "tool":
+        if "Refunds within" in last["content"]:
+            return "Policy: refunds within 30 days."
+        return f"Found it ({said}): {json.loads(last['content'])['id']}."
+    text = last["content"]
+    if "hold" in text:
+        return held(f"Hello from {said}.")
+    if "policy" in text:
+        return {"tool_calls": [{"name": "load_skill", "arguments": {"name": "policy"}}]}
+    order = re.search(r"ORD-\d+", text)
+    if order:
+        return {"tool_calls": [{"name": "get_order", "arguments": {"order_id": order.group()}}]}
+    return f"Hello from {said}."
+
+
+async def held(reply: str) -> str:
+    HELD.set()
+    await asyncio.to_thread(HOLD.wait, 10)
+    return reply
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Path:
+    folder = tmp_path / "desk"
+    for name, text in FILES.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "runs.sqlite"
+
+
+@pytest.fixture
+def service(harness: Path, store_path: Path, serve):
+    """A live server for the desk harness; yields (base url, model)."""
+    model = ScriptedModel(fn=desk)
+    store = RunStore(store_path)
+    app = create_service_app([harness], worlds=["helpdesk"], store=store, model=model)
+    with serve(app) as url:
+        yield url, model
+    store.close()
+
+
+def client(url: str, **options) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, **options)
+
+
+def publish(store_path: Path, prompt: str) -> int:
+    """Release the desk with another prompt, from a connection of its own (as another process would)."""
+    with RunStore(store_path) as store:
+        chain = ReleaseChain(store)
+        head = chain.head("desk")
+        files = {**FILES, PROMPT: prompt}
+        return chain.publish(
+            "desk", files, commit=None, evidence={}, expected_head=head.number if head else None
+        ).number
+
+
+def test_a_tool_call_round_trip_with_the_official_client_is_recorded_as_one_session(service) -> None:
+    url, model = service
+    chat = client(url).chat.completions
+    ask = [{"role": "user", "content": "Where is ORD-1001?"}]
+
+    first = chat.with_raw_response.create(model="desk", messages=ask)
+    answer = first.parse()
+    (call,) = answer.choices[0].message.tool_calls
+    assert answer.choices[0].finish_reason == "tool_calls"
+    assert call.function.name == "get_order" and json.loads(call.function.arguments) == {
+        "order_id": "ORD-1001"
+    }
+    assert first.headers["x-atoll-release"] == "unreleased"
+    assert [tool["function"]["name"] for tool in model.requests[0].tools] == [
+        "get_order",
+        "delegate_to_refunds",
+        "load_skill",
+    ]
+
+    result = {"id": "ORD-1001", "status": "shipped"}
+    follow_up = [
+        *ask,
+        answer.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)},
+    ]
+    second = chat.with_raw_response.create(model="desk", messages=follow_up)
+    assert second.parse().choices[0].message.content == "Found it (VERSION 0): ORD-1001."
+
+    records = httpx.get(f"{url}/v1/records", params={"harness": "desk"}).json()["data"]
+    ids = {first.headers["x-atoll-record-id"], second.headers["x-atoll-record-id"]}
+    assert {record["id"] for record in records} == ids
+    assert len({record["session"] for record in records}) == 1, "a follow-up continues its conversation"
+
+
+def test_streaming_gives_the_same_answer_in_chunks(service) -> None:
+    url, _ = service
+    chat = client(url).chat.completions
+    stream = chat.create(
+        model="desk",
+        messages=[{"role": "user", "content": "Hi there"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "Hello from VERSION 0."
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage.total_tokens > 0
+
+    calls = chat.create(model="desk", messages=[{"role": "user", "content": "ORD-1002?"}], stream=True)
+    deltas = [call for c in calls if c.choices for call in (c.choices[0].delta.tool_calls or [])]
+    assert [d.function.name for d in deltas] == ["get_order"]
+
+
+def test_a_skill_is_loaded_by_atoll_and_only_the_reply_reaches_the_client(service) -> None:
+    url, model = service
+    answer = client(url).chat.completions.create(
+        model="desk", messages=[{"role": "user", "content": "What is your policy?"}]
+    )
+    assert answer.choices[0].message.content == "Policy: refunds within 30 days."
+    assert len(model.requests) == 2 and model.requests[1].messages[-1]["role"] == "tool"
+
+
+def test_sub_agents_are_served_by_name_and_unknown_models_are_refused(service) -> None:
+    url, model = service
+    openai_client = client(url)
+    assert [m.id for m in openai_client.models.list()] == ["desk", "desk/front", "desk/refunds"]
+    openai_client.chat.completions.create(model="desk/refunds", messages=[{"role": "user", "content": "Hi"}])
+    assert model.requests[-1].messages[0]["content"].startswith("You do refunds.")
+    with pytest.raises(openai.NotFoundError, match="desk/refunds"):
+        openai_client.chat.completions.create(model="nope", messages=[{"role": "user", "content": "Hi"}])
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"model": "desk"}, "messages: Field required"),
+        ({"model": "desk", "messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role"),
+        (
+            {"model": "desk", "messages": [{"role": "tool", "tool_call_id": "c1", "content": "x"}]},
+            "tool_call_id",
+        ),
+        ({"model": "desk", "messages": [{"role": "user", "content": "x"}], "n": 2}, "n: "),
+    ],
+)
+def test_a_malformed_request_gets_an_error_reply_naming_the_field(service, body: dict, says: str) -> None:
+    url, _ = service
+    reply = httpx.post(f"{url}/v1/chat/completions", json=body)
+    assert reply.status_code == 400
+    assert says in reply.json()["error"]["message"]
+
+
+def test_a_token_protects_the_endpoint_and_is_the_clients_api_key(
+    harness: Path, store_path: Path, serve
+) -> None:
+    app = create_service_app(
+        [harness],
+        worlds=["helpdesk"],
+        store=RunStore(store_path),
+        model=ScriptedModel(fn=desk),
+        token="s3cret",
+    )
+    with serve(app) as url:
+        with pytest.raises(openai.AuthenticationError):
+            client(url).models.list()
+        allowed = openai.OpenAI(base_url=f"{url}/v1", api_key="s3cret", max_retries=0)
+        assert "desk" in [m.id for m in allowed.models.list()]
+
+
+def test_feedback_attaches_to_the_record_named_in_the_header(service) -> None:
+    url, _ = service
+    raw = client(url).chat.completions.with_raw_response.create(
+        model="desk", messages=[{"role": "user", "content": "Hi"}]
+    )
+    record_id = raw.headers["x-atoll-record-id"]
+    sent = httpx.post(f"{url}/feedback", json={"record_ids": [record_id], "passed": False, "comment": "rude"})
+    assert sent.status_code == 200, sent.text
+    record = httpx.get(f"{url}/v1/records/{record_id}").json()
+    (feedback,) = record["feedback"]
+    assert feedback["passed"] is False and feedback["comment"] == "rude"
+
+
+def test_a_new_release_is_served_without_a_restart_and_a_request_in_flight_keeps_its_own(
+    service, store_path: Path
+) -> None:
+    url, _ = service
+    chat = client(url, timeout=20).chat.completions
+    HOLD.clear()
+    HELD.clear()
+    held: dict = {}
+    waiting = threading.Thread(
+        target=lambda: held.update(
+            raw=chat.with_raw_response.create(model="desk", messages=[{"role": "user", "content": "hold on"}])
+        )
+    )
+    waiting.start()
+    assert HELD.wait(timeout=10), "the held request reached the model"
+    assert publish(store_path, "You are the front desk. VERSION 1\n") == 1
+    after = chat.with_raw_response.create(model="desk", messages=[{"role": "user", "content": "Hi"}])
+    HOLD.set()
+    waiting.join(timeout=20)
+
+    assert (
+        after.headers["x-atoll-release"] == "1"
+        and after.parse().choices[0].message.content == "Hello from VERSION 1."
+    )
+    assert held["raw"].headers["x-atoll-release"] == "unreleased"
+    assert held["raw"].parse().choices[0].message.content == "Hello from VERSION 0."
+    files = httpx.get(f"{url}/v1/harnesses/desk/release").json()
+    assert files["release"]["number"] == 1 and "VERSION 1" in files["files"][PROMPT]
+
+
+def test_switching_the_head_under_concurrent_load_fails_no_request(service, store_path: Path) -> None:
+    url, _ = service
+
+    async def load() -> list:
+        async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0) as async_client:
+
+            async def one(i: int):
+                return await async_client.chat.completions.with_raw_response.create(
+                    model="desk", messages=[{"role": "user", "content": f"Hi {i}"}]
+                )
+
+            first = [asyncio.create_task(one(i)) for i in range(25)]
+            await asyncio.to_thread(publish, store_path, "You are the front desk. VERSION 1\n")
+            second = [asyncio.create_task(one(i)) for i in range(25, 50)]
+            await asyncio.to_thread(publish, store_path, "You are the front desk. VERSION 2\n")
+            return await asyncio.gather(*first, *second)
+
+    answers = asyncio.run(load())
+    assert len(answers) == 50
+    served = {"unreleased": "VERSION 0", "1": "VERSION 1", "2": "VERSION 2"}
+    for raw in answers:  # each answer came from the prompt of the release its header names
+        assert served[raw.headers["x-atoll-release"]] in raw.parse().choices[0].message.content
+    assert (
+        client(url)
+        .chat.completions.with_raw_response.create(model="desk", messages=[{"role": "user", "content": "Hi"}])
+        .headers["x-atoll-release"]
+        == "2"
+    )

@@ -1,0 +1,547 @@
+"""Records of served calls: redaction before the write, sessions, feedback merging, retention, the feedback
+routes, `optimize records` and drafting tasks from records."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+from rich.console import Console
+from typer.testing import CliRunner
+
+import commands.records as records_cli
+import service._records as records_module
+from cli import app
+from evals import RunStore, SuiteError, load_suite
+from service import (
+    FeedbackIn,
+    NewRecord,
+    RecordError,
+    RecordPolicy,
+    RecordStore,
+    UnknownRecord,
+    correction_phrases,
+    draft_tasks,
+    load_record_policy,
+    parse_since,
+    records_router,
+    redact_text,
+)
+from worlds import ProjectError
+
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w-]+")
+
+
+def chat(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"model": "support_agent", "messages": list(messages), **extra}
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def answer(text: str, **extra: Any) -> dict[str, Any]:
+    """A chat.completion body as the endpoint returns it (with a `refusal: null` a client may drop)."""
+    message = {"role": "assistant", "content": text, "refusal": None, **extra}
+    return {"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": message}]}
+
+
+def new(request: dict[str, Any], response: dict[str, Any] | None, **fields: Any) -> NewRecord:
+    values: dict[str, Any] = {
+        "harness": "support_agent",
+        "agent": "desk",
+        "release": 3,
+        "release_hash": "abc123",
+        "model": "scripted",
+        "request": request,
+        "response": response,
+        "prompt_hash": "p1",
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "latency_ms": 42.0,
+    }
+    return NewRecord(**{**values, **fields})
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> RunStore:
+    with RunStore(tmp_path / "atoll.sqlite") as opened:
+        yield opened
+
+
+@pytest.fixture
+def records(store: RunStore) -> RecordStore:
+    return RecordStore(store, RecordPolicy(redact=["email", "phone", "card"]))
+
+
+def raw_rows(store: RunStore, table: str) -> list[tuple[Any, ...]]:
+    """The table as SQLite holds it, read through a connection of its own."""
+    with sqlite3.connect(store.path) as connection:
+        return connection.execute(f"SELECT * FROM {table}").fetchall()
+
+
+# -- adding and redaction -----------------------------------------------------------------------------------
+
+
+def test_a_record_is_redacted_before_it_is_written(records: RecordStore, store: RunStore) -> None:
+    request = chat(user("I'm ada@example.com, call me on +1 415 555 0100 about order ORD-1012"))
+    response = answer("Sure ada@example.com, refunding card 4111 1111 1111 1111 on 2026-03-02 09:00:00.")
+    added = records.add(new(request, response, error="timeout for ada@example.com"))
+
+    raw = json.dumps(raw_rows(store, "records"))
+    assert "ada@example.com" not in raw and "555 0100" not in raw and "4111" not in raw
+    assert "[email]" in raw and "[phone]" in raw and "[card]" in raw
+    assert "ORD-1012" in raw and "2026-03-02 09:00:00" in raw, "ids and times are not phone numbers"
+    assert added.id.startswith("rec_") and "[email]" in added.request["messages"][0]["content"]
+    assert request["messages"][0]["content"].startswith("I'm ada@"), "the caller's objects stay whole"
+    assert response["choices"][0]["message"]["content"].startswith("Sure ada@")
+
+
+@given(
+    before=st.text(max_size=20),
+    email=st.emails(),
+    after=st.text(max_size=20),
+)
+def test_the_email_redactor_leaves_no_email(before: str, email: str, after: str) -> None:
+    redacted = redact_text(f"{before} {email} {after}", ["email"])
+    assert not EMAIL.search(redacted), redacted
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("call +1 415 555 0100 now", "call [phone] now"),
+        ("(415) 555-0100", "[phone]"),
+        ("415.555.0100", "[phone]"),
+        ("+44 20 7946 0958", "[phone]"),
+        ("card 4111-1111-1111-1111", "card [card]"),
+        (
+            "order ORD-1012 for 59.99 on 2026-03-02 09:00:00",
+            "order ORD-1012 for 59.99 on 2026-03-02 09:00:00",
+        ),
+        ("run eval-20260302-091500-a3f9", "run eval-20260302-091500-a3f9"),
+        ("not a card 4111 1111 1111 1112", "not a card 4111 1111 1111 1112"),
+    ],
+)
+def test_phone_and_card_redactors_spare_dates_amounts_and_ids(text: str, kept: str) -> None:
+    assert redact_text(text, ["phone", "card"]) == kept
+
+
+def test_adding_a_record_stays_well_under_a_millisecond(records: RecordStore) -> None:
+    history = [user("hello"), {"role": "assistant", "content": "Hi!"}, user("my order ORD-1 is late")]
+    records.add(new(chat(*history[:1]), answer("Hi!")))
+    batches = []
+    for _ in range(3):  # the best of three: a busy machine slows a batch, not the code
+        started = time.perf_counter()
+        for _ in range(100):
+            records.add(new(chat(*history), answer("Let me look.")))
+        batches.append((time.perf_counter() - started) / 100)
+    assert min(batches) < 0.001, f"{min(batches) * 1e6:.0f} µs per record"
+
+
+# -- sessions -----------------------------------------------------------------------------------------------
+
+
+def test_a_follow_up_call_continues_the_session_it_answers(records: RecordStore) -> None:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_order", "arguments": '{"order_id":"ORD-1"}'},
+    }
+    first = records.add(new(chat(user("Where is ORD-1?")), answer("", tool_calls=[call])))
+    # The client resends the answer without `refusal`, its arguments re-spaced, content null.
+    resent = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{**call, "function": {"name": "get_order", "arguments": '{"order_id": "ORD-1"}'}}],
+    }
+    tool = {"role": "tool", "tool_call_id": "call_1", "content": '{"status": "shipped"}'}
+    second = records.add(new(chat(user("Where is ORD-1?"), resent, tool), answer("It has shipped.")))
+    third = records.add(
+        new(
+            chat(
+                user("Where is ORD-1?"),
+                resent,
+                tool,
+                {"role": "assistant", "content": "It has shipped."},
+                user("Thanks"),
+            ),
+            answer("You're welcome."),
+        )
+    )
+    unrelated = records.add(new(chat(user("Where is ORD-1?")), answer("Looking.")))
+
+    assert first.session == second.session == third.session
+    assert unrelated.session != first.session, "the same opening alone is a new conversation"
+    assert [r.id for r in records.list(session=first.session)] == [first.id, second.id, third.id]
+
+
+def test_a_session_id_the_client_gives_wins(records: RecordStore) -> None:
+    first = records.add(new(chat(user("hi")), answer("Hello.")))
+    follow = chat(user("hi"), {"role": "assistant", "content": "Hello."}, user("bye"))
+    named = records.add(new(follow, answer("Bye."), session="app-42"))
+    assert named.session == "app-42" != first.session
+    later = records.add(
+        new(chat(*follow["messages"], {"role": "assistant", "content": "Bye."}, user("!")), answer("!"))
+    )
+    assert later.session == "app-42", "an unnamed follow-up continues the named session"
+
+
+def test_a_failed_call_starts_nothing_a_retry_cannot_continue(records: RecordStore) -> None:
+    first = records.add(new(chat(user("hi")), answer("Hello.")))
+    follow = chat(user("hi"), {"role": "assistant", "content": "Hello."}, user("refund ORD-1"))
+    failed = records.add(new(follow, None, error="model unreachable"))
+    retried = records.add(new(follow, answer("Done.")))
+    assert first.session == failed.session == retried.session
+
+
+# -- feedback -----------------------------------------------------------------------------------------------
+
+
+def test_posts_from_one_source_merge_into_one_row_field_by_field(records: RecordStore) -> None:
+    record = records.add(new(chat(user("hi")), answer("Hello.")))
+    records.add_feedback(FeedbackIn(record_ids=[record.id], passed=False, comment="rude"))
+    merged = records.add_feedback(FeedbackIn(record_ids=[record.id], correction='Say "Good morning"'))
+
+    assert len(merged) == 1
+    row = merged[0]
+    assert (row.passed, row.score, row.comment, row.correction, row.posts) == (
+        False,
+        0.0,
+        "rude",
+        'Say "Good morning"',
+        2,
+    )
+    assert records.get(record.id).feedback == merged
+
+
+def test_each_source_keeps_its_own_row(records: RecordStore) -> None:
+    record = records.add(new(chat(user("hi")), answer("Hello.")))
+    records.add_feedback(FeedbackIn(record_ids=[record.id], score=1.0))
+    records.add_feedback(FeedbackIn(record_ids=[record.id], score=0.5, source="reviewer"))
+    rows = {row.source: row for row in records.get(record.id).feedback}
+    assert set(rows) == {"default", "reviewer"}
+    assert rows["default"].passed is True and rows["reviewer"].passed is False, "passed = score >= 1"
+
+
+def test_feedback_on_unknown_records_names_them_and_writes_nothing(
+    records: RecordStore, store: RunStore
+) -> None:
+    record = records.add(new(chat(user("hi")), answer("Hello.")))
+    with pytest.raises(UnknownRecord, match="rec_nope") as raised:
+        records.add_feedback(FeedbackIn(record_ids=[record.id, "rec_nope"], passed=True))
+    assert raised.value.record_ids == ["rec_nope"]
+    assert raw_rows(store, "record_feedback") == []
+
+
+def test_feedback_must_say_something() -> None:
+    with pytest.raises(ValidationError, match="at least one of score, passed, comment, correction"):
+        FeedbackIn(record_ids=["rec_1"])
+    with pytest.raises(ValidationError):
+        FeedbackIn(record_ids=["rec_1"], score=1.5)
+    with pytest.raises(ValidationError):
+        FeedbackIn(record_ids=[], passed=True)
+
+
+def test_feedback_text_is_redacted_too(records: RecordStore, store: RunStore) -> None:
+    record = records.add(new(chat(user("hi")), answer("Hello.")))
+    records.add_feedback(FeedbackIn(record_ids=[record.id], comment="the user was bob@example.org"))
+    assert "bob@example.org" not in json.dumps(raw_rows(store, "record_feedback"))
+
+
+# -- retention ----------------------------------------------------------------------------------------------
+
+
+def test_old_records_are_pruned_with_their_feedback(records: RecordStore, store: RunStore) -> None:
+    old = records.add(new(chat(user("hi")), answer("Hello.")))
+    records.add_feedback(FeedbackIn(record_ids=[old.id], passed=True))
+    assert records.prune(now=datetime.now(UTC) + timedelta(days=29)) == 0
+    assert records.prune(now=datetime.now(UTC) + timedelta(days=31)) == 1
+    assert raw_rows(store, "records") == [] and raw_rows(store, "record_feedback") == []
+
+
+def test_adding_prunes_what_has_expired(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    month_ago = datetime.now(UTC) - timedelta(days=40)
+    with monkeypatch.context() as patch:
+        patch.setattr(records_module, "_now", lambda: month_ago)
+        old = RecordStore(store).add(new(chat(user("hi")), answer("Hello.")))
+    fresh = RecordStore(store).add(new(chat(user("hello")), answer("Hi.")))
+    assert [row[0] for row in raw_rows(store, "records")] == [fresh.id]
+    with pytest.raises(UnknownRecord, match=old.id):
+        RecordStore(store).get(old.id)
+
+
+# -- the policy and its hook --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hook_imports(forget_new_modules: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook's module and the project folder put on sys.path go away after the test."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+
+def project_with(tmp_path: Path, records_table: str, hook_module: str | None = None) -> Path:
+    (tmp_path / "atoll.toml").write_text(f"[records]\n{records_table}\n")
+    if hook_module is not None:
+        (tmp_path / "atoll_test_scrub.py").write_text(hook_module)
+    return tmp_path
+
+
+@pytest.mark.usefixtures("hook_imports")
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("def scrub(body):\n    raise RuntimeError('boom')\n", "raised RuntimeError: boom"),
+        ("def scrub(body):\n    return [body]\n", "returned a list, not a dict"),
+    ],
+)
+def test_a_failing_redaction_hook_writes_nothing(tmp_path: Path, body: str, problem: str) -> None:
+    project = project_with(tmp_path, 'redact_hook = "atoll_test_scrub:scrub"', body)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        records = RecordStore(store, load_record_policy(project))
+        with pytest.raises(RecordError, match=re.escape(f"'atoll_test_scrub:scrub' {problem}")):
+            records.add(new(chat(user("hi")), answer("Hello.")))
+        assert raw_rows(store, "records") == []
+
+
+@pytest.mark.usefixtures("hook_imports")
+def test_the_hook_runs_after_the_built_ins(tmp_path: Path) -> None:
+    hook = "def scrub(body):\n    return json.loads(json.dumps(body).replace('Ada', '[name]'))\nimport json\n"
+    project = project_with(tmp_path, 'redact = ["email"]\nredact_hook = "atoll_test_scrub:scrub"', hook)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        added = RecordStore(store, load_record_policy(project)).add(
+            new(chat(user("Ada, ada@x.io")), answer("Hi Ada"))
+        )
+        assert added.request["messages"][0]["content"] == "[name], [email]"
+        assert "Ada" not in json.dumps(raw_rows(store, "records"))
+
+
+def test_a_wrong_records_table_names_the_file_and_the_field(tmp_path: Path) -> None:
+    project_with(tmp_path, 'redact = ["ssn"]')
+    with pytest.raises(ProjectError, match=r"atoll\.toml: records\.redact\.0: Input should be 'email'"):
+        load_record_policy(tmp_path)
+    project_with(tmp_path, "keep_days = 3")
+    with pytest.raises(ProjectError, match=r"records\.keep_days: unknown key"):
+        load_record_policy(tmp_path)
+
+
+def test_no_project_file_means_the_defaults(tmp_path: Path) -> None:
+    assert load_record_policy(tmp_path) == RecordPolicy(redact=[], redact_hook=None, retention_days=30)
+
+
+def test_since_takes_spans_and_dates() -> None:
+    now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    assert parse_since("12h", now) == datetime(2026, 3, 2, 0, tzinfo=UTC)
+    assert parse_since("2026-03-01", now) == datetime(2026, 3, 1, tzinfo=UTC)
+    with pytest.raises(RecordError, match="7d"):
+        parse_since("last week", now)
+
+
+# -- the routes ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def client(records: RecordStore) -> TestClient:
+    served = FastAPI()
+    served.include_router(records_router(records))
+    return TestClient(served)
+
+
+def test_feedback_is_posted_and_read_back_over_http(records: RecordStore, client: TestClient) -> None:
+    record = records.add(new(chat(user("hi")), answer("Hello.")))
+    posted = client.post("/feedback", json={"record_ids": [record.id], "passed": False, "source": "app"})
+    assert posted.status_code == 200
+    assert posted.json()["data"][0] | {"created_at": "", "updated_at": ""} == {
+        "record_id": record.id,
+        "source": "app",
+        "score": 0.0,
+        "passed": False,
+        "comment": None,
+        "correction": None,
+        "posts": 1,
+        "created_at": "",
+        "updated_at": "",
+    }
+    listed = client.get("/v1/records", params={"harness": "support_agent", "limit": 5}).json()["data"]
+    assert [item["id"] for item in listed] == [record.id] and listed[0]["feedback"][0]["source"] == "app"
+    assert (
+        client.get(f"/v1/records/{record.id}").json()["response"]["choices"][0]["message"]["content"]
+        == "Hello."
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "code"),
+    [
+        ("post", "/feedback", {"record_ids": ["rec_nope"], "passed": True}, 404, "unknown_record"),
+        ("post", "/feedback", {"record_ids": ["rec_x"]}, 400, "invalid_request"),
+        ("post", "/feedback", "not json", 400, "invalid_request"),
+        ("get", "/v1/records/rec_nope", None, 404, "unknown_record"),
+        ("get", "/v1/records?limit=zero", None, 400, "invalid_request"),
+    ],
+)
+def test_refusals_come_in_the_openai_error_shape(
+    client: TestClient, method: str, path: str, body: Any, status: int, code: str
+) -> None:
+    kwargs = {"content": body} if isinstance(body, str) else {"json": body} if body is not None else {}
+    response = client.request(method.upper(), path, **kwargs)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["code"] == code and error["message"]
+
+
+# -- the command line ---------------------------------------------------------------------------------------
+
+
+def test_optimize_records_lists_shows_and_exports(
+    records: RecordStore, store: RunStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATOLL_RUNS_DB", str(store.path))
+    monkeypatch.setattr(records_cli, "out", Console(width=250))  # the whole table, whatever the terminal
+    record = records.add(new(chat(user("Where is ORD-1?")), answer("It has shipped.")))
+    records.add(new(chat(user("hello")), answer("Hi.")))
+    records.add_feedback(FeedbackIn(record_ids=[record.id], passed=False, correction="It is delayed"))
+    runner = CliRunner()
+
+    listed = runner.invoke(app, ["records", "list", "--feedback"])
+    assert listed.exit_code == 0, listed.output
+    assert (
+        record.id in listed.output and "support_agent" in listed.output and listed.output.count("rec_") == 1
+    )
+
+    shown = runner.invoke(app, ["records", "show", record.id])
+    assert shown.exit_code == 0, shown.output
+    assert (
+        "Where is ORD-1?" in shown.output
+        and "It has shipped." in shown.output
+        and "It is delayed" in shown.output
+    )
+
+    exported = tmp_path / "out.jsonl"
+    assert runner.invoke(app, ["records", "export", "--out", str(exported)]).exit_code == 0
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert (
+        len(lines) == 2
+        and lines[1]["id"] == record.id
+        and lines[1]["feedback"][0]["correction"] == "It is delayed"
+    )
+    to_stdout = runner.invoke(app, ["records", "export", "--out", "-", "--feedback"])
+    assert [json.loads(line)["id"] for line in to_stdout.stdout.splitlines()] == [record.id]
+
+    missing = runner.invoke(app, ["records", "show", "rec_nope"])
+    assert missing.exit_code == 2 and "rec_nope" in missing.output
+
+
+# -- tasks from records -------------------------------------------------------------------------------------
+
+
+def helpdesk_suite(folder: Path) -> Path:
+    (folder / "tasks").mkdir(parents=True)
+    (folder / "suite.yaml").write_text("name: mini-helpdesk\nworld: helpdesk\ndefault_seeds: [0]\n")
+    (folder / "tasks" / "base.yaml").write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "id": "greet",
+                    "split": "val",
+                    "fixture": "small_shop",
+                    "user": {"message": "hi"},
+                    "expect": {"reply_contains": ["hello"]},
+                }
+            ]
+        )
+    )
+    return folder
+
+
+def test_correction_phrases_are_quotes_else_a_short_whole() -> None:
+    assert correction_phrases('Say "5 business days" and `RF-`') == ["5 business days", "RF-"]
+    assert correction_phrases("Your refund is on its way.") == ["Your refund is on its way"]
+    assert correction_phrases("It should have checked the identity first, " * 5) == []
+
+
+def test_records_with_corrections_become_draft_train_tasks(records: RecordStore, tmp_path: Path) -> None:
+    suite = helpdesk_suite(tmp_path / "suite")
+    metadata = {"atoll_fixture": "big_retailer", "atoll_seed": "3", "atoll_context": '{"channel": "chat"}'}
+    opening = chat(user("My blender arrived cracked"), metadata=metadata)
+    first = records.add(new(opening, answer("Sorry! What's your email?")))
+    follow = chat(
+        user("My blender arrived cracked"),
+        {"role": "assistant", "content": "Sorry! What's your email?"},
+        user("ada@x.io"),
+        metadata=metadata,
+    )
+    wrong = records.add(new(follow, answer("I gave you store credit.")))
+    praised = records.add(new(chat(user("hi")), answer("Hello!")))
+    vague = records.add(new(chat(user("yo")), answer("?")))
+    records.add_feedback(
+        FeedbackIn(record_ids=[wrong.id], passed=False, correction='Offer a "refund", not credit')
+    )
+    records.add_feedback(FeedbackIn(record_ids=[praised.id, first.id], passed=True))
+    records.add_feedback(FeedbackIn(record_ids=[vague.id], passed=False, comment="useless"))
+
+    report = draft_tasks(records, suite, harness="support_agent", today=datetime(2026, 3, 2).date())
+    assert report.path == suite / "tasks" / "drafts-2026-03-02.yaml"
+    assert report.tasks == [f"draft-{wrong.id}"]
+    assert {skip.record_id for skip in report.skipped} == {first.id, praised.id, vague.id}
+
+    task = load_suite(suite).task(f"draft-{wrong.id}")
+    assert (task.split, task.review, task.fixture, task.seeds) == ("train", "draft", "big_retailer", [3])
+    assert task.context == {"channel": "chat"}
+    assert task.user.message == "My blender arrived cracked" and task.user.replies == ["[email]"]
+    assert task.expect.reply_contains == ["refund"]
+    assert "I gave you store credit." in report.path.read_text(), "the reviewer sees what the agent said"
+
+    again = draft_tasks(records, suite, harness="support_agent", today=datetime(2026, 3, 2).date())
+    assert again.path is None and any("already in the suite" in skip.reason for skip in again.skipped)
+
+    records.add_feedback(FeedbackIn(record_ids=[praised.id], correction="Hello there"))
+    third = draft_tasks(records, suite, only_negative=True, today=datetime(2026, 3, 2).date())
+    assert third.path is None, "--only-negative leaves out feedback that passed"
+    fourth = draft_tasks(records, suite, today=datetime(2026, 3, 2).date())
+    assert fourth.path == suite / "tasks" / "drafts-2026-03-02-2.yaml", (
+        "an existing file is never overwritten"
+    )
+
+
+def test_a_draft_task_is_refused_in_val(records: RecordStore, tmp_path: Path) -> None:
+    suite = helpdesk_suite(tmp_path / "suite")
+    record = records.add(new(chat(user("hi")), answer("Yo.")))
+    records.add_feedback(FeedbackIn(record_ids=[record.id], passed=False, correction="Hello"))
+    path = draft_tasks(records, suite).path
+    assert path is not None
+    path.write_text(path.read_text().replace("split: train", "split: val"))
+    with pytest.raises(SuiteError) as refused:
+        load_suite(suite)
+    assert str(refused.value) == (
+        f"{path}: task 'draft-{record.id}': review: a draft task cannot be in val; "
+        "set review: reviewed after checking it, or move it to train"
+    )
+
+
+def test_optimize_records_to_tasks_drafts_into_the_suite(
+    records: RecordStore, store: RunStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATOLL_RUNS_DB", str(store.path))
+    suite = helpdesk_suite(tmp_path / "suite")
+    record = records.add(new(chat(user("hi")), answer("Yo.")))
+    records.add_feedback(FeedbackIn(record_ids=[record.id], passed=False, correction="Hello"))
+    result = CliRunner().invoke(
+        app, ["records", "to-tasks", "--harness", "support_agent", "--suite", str(suite), "--since", "1h"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "drafted 1 tasks" in result.output
+    assert load_suite(suite).task(f"draft-{record.id}").review == "draft"
