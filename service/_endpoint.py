@@ -18,7 +18,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harnesses import ConversationError, Harness, StepAnswer, UnusableAnswer, load_harness, next_message
+from harnesses import (
+    ConversationError,
+    Harness,
+    HarnessError,
+    StepAnswer,
+    UnusableAnswer,
+    load_harness,
+    next_message,
+)
 from harnesses.models import Model, ModelError, ModelRequestError, get_model, resolve_model
 
 from ._records import NewRecord, Record, RecordError, RecordStore
@@ -86,7 +94,16 @@ class HarnessEndpoint:
         harness = self._loaded.get(head.content_hash)
         if harness is None:
             files = self.releases.files(head)
-            harness = Harness.from_files(files, source=f"{name} release {head.number}", world=working.world)
+            try:
+                harness = Harness.from_files(
+                    files, source=f"{name} release {head.number}", world=working.world
+                )
+            except HarnessError as error:  # released by an older Atoll, or for another world
+                raise RequestError(
+                    f"release {head.number} of {name} cannot be served: {error}",
+                    status=500,
+                    code="bad_release",
+                ) from None
             self._loaded[head.content_hash] = harness
         return harness, head
 
@@ -118,12 +135,11 @@ class HarnessEndpoint:
                 code="too_many_requests",
             )
         context = request.context()
-        self.in_flight += 1
         began = time.perf_counter()
         harness, release = self.current(name)  # held to the end, whatever is released meanwhile
         agent = agent or harness.entry
         model = self._model_for(harness, agent)
-        answer: StepAnswer | None = None
+        self.in_flight += 1
         try:
             answer = await next_message(
                 harness,
