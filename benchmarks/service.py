@@ -33,6 +33,7 @@ from typing import Any
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import httpx  # noqa: E402
+from fastapi import FastAPI, Request  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -49,8 +50,6 @@ def _reply(_: Any) -> str:
 
 
 def _direct_app() -> Any:
-    from fastapi import FastAPI, Request
-
     from harnesses.models import ScriptedModel
 
     model = ScriptedModel(fn=_reply)
@@ -109,7 +108,7 @@ def _free_port() -> int:
 
 
 def _wait_up(url: str) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         try:
             httpx.post(f"{url}/v1/chat/completions", json=REQUEST, timeout=5).raise_for_status()

@@ -81,6 +81,16 @@ def serve_command(
     max_in_flight: Annotated[
         int, typer.Option(min=1, help="Chat requests answered at once; one more gets 429.")
     ] = 64,
+    recipe: Annotated[
+        Path | None,
+        typer.Option(
+            help="A recipe file (YAML) that starts optimization jobs for the served harnesses on its own, "
+            "e.g. examples/recipes/evolve_on_feedback.yaml (needs --harness).",
+        ),
+    ] = None,
+    check_every: Annotated[
+        float, typer.Option(min=1.0, help="Seconds between two checks of the recipe.")
+    ] = 60.0,
     worlds: Annotated[
         list[str] | None,
         typer.Option("--world", "-w", help="World to offer (repeatable); default: every world found here."),
@@ -105,6 +115,9 @@ def serve_command(
     Example: `optimize serve --harness harnesses/support_agent`, then point any OpenAI client at
     http://127.0.0.1:8000/v1 with model `support_agent`; each answer carries its record id in the
     `x-atoll-record-id` header, for `POST /feedback`. `optimize release` switches what is served.
+
+    Example: `optimize serve --harness harnesses/support_agent --recipe examples/recipes/evolve_on_feedback.yaml`
+    drafts tasks from negative feedback, optimizes, gates and releases on its own; `/jobs` shows the jobs.
     """
     from worlds import Clock, get_world
     from worlds.serve import ResetRequest, check_bind, run_server
@@ -113,6 +126,12 @@ def serve_command(
         check_bind(host, token)  # before anything says "serving"
     except ValueError as error:
         fail(str(error))
+    if recipe is not None:
+        if not harnesses:
+            fail("--recipe starts jobs for the served harnesses, so name at least one --harness with it")
+        from service import load_recipe
+
+        load_recipe(recipe)  # a wrong recipe file stops here, before anything says "serving"
     if fixture and len(worlds or []) != 1:
         fail("--fixture sets the default instance, so name exactly one --world with it")
     for name in worlds or []:
@@ -142,6 +161,8 @@ def serve_command(
                 harnesses=harnesses,
                 model=model,
                 max_in_flight=max_in_flight,
+                recipe=recipe,
+                check_every=check_every,
                 worlds=worlds,
                 defaults=defaults,
                 max_sessions=max_sessions,

@@ -2,9 +2,31 @@
 feedback, and the release chain that decides what is served."""
 
 from ._app import RECORD_HEADER, RELEASE_HEADER, create_service_app, run_service
+from ._console_api import console_router
 from ._endpoint import HarnessEndpoint, Served
 from ._feedback_api import records_router
+from ._jobs import (
+    Job,
+    JobConflict,
+    JobError,
+    JobOptions,
+    JobPlan,
+    JobRequest,
+    Jobs,
+    UnknownHarness,
+    UnknownJob,
+)
+from ._jobs_api import jobs_router
 from ._publish import ReleaseRefused, release_harness, release_tag, rollback_harness, tagged
+from ._recipes import (
+    LoadedRecipe,
+    Recipe,
+    RecipeError,
+    RecipeLoop,
+    RecipeSettings,
+    ServiceState,
+    load_recipe,
+)
 from ._records import (
     Feedback,
     FeedbackIn,
@@ -29,7 +51,19 @@ __all__ = [
     "Feedback",
     "FeedbackIn",
     "HarnessEndpoint",
+    "Job",
+    "JobConflict",
+    "JobError",
+    "JobOptions",
+    "JobPlan",
+    "JobRequest",
+    "Jobs",
+    "LoadedRecipe",
     "NewRecord",
+    "Recipe",
+    "RecipeError",
+    "RecipeLoop",
+    "RecipeSettings",
     "Record",
     "RecordError",
     "RecordPolicy",
@@ -39,11 +73,17 @@ __all__ = [
     "ReleaseError",
     "ReleaseRefused",
     "Served",
+    "ServiceState",
     "StaleRelease",
+    "UnknownHarness",
+    "UnknownJob",
     "UnknownRecord",
+    "console_router",
     "correction_phrases",
     "create_service_app",
     "draft_tasks",
+    "jobs_router",
+    "load_recipe",
     "load_record_policy",
     "parse_since",
     "records_router",

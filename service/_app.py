@@ -7,7 +7,9 @@ only unless a token is given, bounded bodies, same-origin pages.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +21,21 @@ from harnesses.models import Model
 from worlds import World
 from worlds.serve import ResetRequest, check_bind, create_app
 
+from ._console_api import console_router
 from ._endpoint import HarnessEndpoint
 from ._feedback_api import records_router
+from ._jobs import Jobs
+from ._jobs_api import jobs_router
+from ._recipes import RecipeLoop, load_recipe
 from ._records import RecordPolicy, RecordStore
 from ._releases import ReleaseChain
 from ._wire import RequestError, error_body, parse_request, stream_events
 
 RECORD_HEADER = "x-atoll-record-id"
 RELEASE_HEADER = "x-atoll-release"
+# A stream of job events lasts as long as its job, so a stopping server that waited for every response would
+# wait for the jobs it is about to interrupt; requests in flight get this long to finish, then are cut.
+SHUTDOWN_GRACE_S = 10.0
 
 
 def create_service_app(
@@ -41,9 +50,15 @@ def create_service_app(
     max_sessions: int = 256,
     idle_seconds: float = 600.0,
     max_in_flight: int = 64,
+    recipe: Path | str | None = None,
+    check_every: float = 60.0,
 ) -> FastAPI:
     """The service as an ASGI app. `harnesses` are served at `/v1`; `store` (default the runs store)
-    holds their records and releases; the rest is as `worlds.serve.create_app`."""
+    holds their records, releases and jobs; `recipe` (a recipe file, see `service.load_recipe`) starts
+    jobs on its own, checking every `check_every` seconds; the rest is as `worlds.serve.create_app`.
+
+    At start-up the jobs of the served harnesses left running by a process that is gone, or interrupted
+    by a service that stopped, are resumed; at shutdown the jobs running are interrupted, to resume."""
     app = create_app(
         worlds, defaults=defaults, max_sessions=max_sessions, idle_seconds=idle_seconds, token=token
     )
@@ -55,6 +70,15 @@ def create_service_app(
     )
     app.state.endpoint = endpoint
     app.include_router(records_router(records))
+    app.include_router(console_router(store, releases, records))
+    served = {name: Path(str(harness.source)).resolve() for name, harness in endpoint.working.items()}
+    jobs = Jobs(store, records, releases, served, model=model)
+    recipes = None
+    if recipe is not None:
+        recipes = RecipeLoop(load_recipe(recipe), jobs, releases, check_every=check_every)
+    app.state.jobs, app.state.recipes = jobs, recipes
+    app.include_router(jobs_router(jobs, recipes))
+    _run_jobs_with(app, jobs, recipes)
 
     @app.exception_handler(RequestError)
     async def refused(_: Request, error: RequestError) -> JSONResponse:
@@ -106,6 +130,28 @@ def create_service_app(
     return app
 
 
+def _run_jobs_with(app: FastAPI, jobs: Jobs, recipes: RecipeLoop | None) -> None:
+    """Wrap the app's lifespan (the worlds' session reaper) so that, inside it, interrupted jobs resume and
+    the recipe loop runs at start-up, and both stop at shutdown."""
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
+        async with inner(app) as state:
+            await jobs.resume_interrupted()
+            loop = asyncio.create_task(recipes.run()) if recipes is not None else None
+            try:
+                yield state
+            finally:
+                if loop is not None:
+                    loop.cancel()
+                    with suppress(asyncio.CancelledError):
+                        await loop
+                await jobs.close()
+
+    app.router.lifespan_context = lifespan
+
+
 def run_service(
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -120,4 +166,11 @@ def run_service(
     check_bind(host, token)
     app = create_service_app(token=token, **options)
     in_flight = options.get("max_in_flight", 64) + options.get("max_sessions", 256)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, limit_concurrency=in_flight + 64)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        limit_concurrency=in_flight + 64,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )

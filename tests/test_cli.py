@@ -43,7 +43,8 @@ def test_every_command_in_the_readme_exists_and_parses():
         for line in (ROOT / "README.md").read_text().splitlines()
         if line.strip().startswith("optimize ") or " && optimize " in line
     ]
-    known = {" ".join(path) for path, _ in commands()}
+    groups = {" ".join(path[:-1]) for path, _ in commands() if len(path) > 1}  # `optimize release H` runs one
+    known = {" ".join(path) for path, _ in commands()} | groups
     assert lines
     for line in lines:
         words = shlex.split(line.split("&& ")[-1])[1:]

@@ -1,0 +1,351 @@
+"""The service console: a small static page at `/console/` and the JSON routes it reads.
+
+People browse what Atoll stored (runs with each episode's transcript, world diff and verdicts;
+optimizations with their trajectory and proposals), what is served (each harness's release chain, with
+what its releases served and the feedback they got) and the records, and roll a release back, without a
+terminal. The page is plain HTML and JavaScript served from this package: no build step, nothing fetched
+from elsewhere, so it works on a machine with no network and under the app's guard (a token on every
+request, same origin only). Records are read from the existing `/v1/records` routes and jobs from the
+jobs API when the app has one.
+
+Every route reads SQLite, which blocks: they are plain `def` routes, run in worker threads, and the one
+async route (rollback, which reads its own body) hands the chain's transaction to a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evals import RunRecord, RunStore, StoreError, live_status
+from optimizer import ReportError, load_run_report
+
+from ._records import FEEDBACK_TABLE, RECORDS_TABLE, RecordStore
+from ._releases import TABLE as RELEASES_TABLE
+from ._releases import Release, ReleaseChain, ReleaseError, StaleRelease
+from ._wire import error_body
+
+CONSOLE = Path(__file__).parent / "console"
+OPTIMIZATIONS_TABLE = "optimizations"  # optimizer/_records.py: the optimizer's own table
+PROPOSALS_TABLE = "proposals"
+MAX_LIST = 1000
+NO_CACHE = {"cache-control": "no-cache"}
+
+
+class ListQuery(BaseModel):
+    """The query of `GET /api/optimizations`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(100, ge=1, le=MAX_LIST)
+
+
+class RunsQuery(ListQuery):
+    """The query of `GET /api/runs`."""
+
+    kind: str | None = Field(None, description="Only runs of this kind (`eval`, `gate`, ...).")
+
+
+class RollbackIn(BaseModel):
+    """The body of `POST /api/releases/{harness}/rollback`: `ReleaseChain.rollback`'s arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    to: int = Field(ge=1, description="The release whose files to serve again.")
+    expected_head: int = Field(
+        ge=1, description="The head the page showed: a head moved since then refuses the rollback."
+    )
+    note: str = Field("", max_length=2000)
+
+
+class RunSummary(BaseModel):
+    """One line of the runs list: what the run was and its headline figures."""
+
+    id: str
+    kind: str
+    harness: str
+    model: str
+    suite: str | None
+    split: str | None
+    status: str
+    started_at: str
+    finished_at: str | None
+    episodes: int | None
+    mean_score: float | None
+    pass_1: float | None
+    tokens: int | None
+    cost_usd: float | None
+
+    @classmethod
+    def of(cls, run: RunRecord) -> RunSummary:
+        metrics = run.metrics
+        return cls(
+            **run.model_dump(include={"id", "kind", "harness", "model", "suite", "split", "status"}),
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            episodes=metrics.episodes if metrics else None,
+            mean_score=metrics.mean_score if metrics else None,
+            pass_1=metrics.pass_1 if metrics else None,
+            tokens=metrics.usage.total_tokens if metrics else None,
+            cost_usd=metrics.usage.cost_usd if metrics else None,
+        )
+
+
+class Served(BaseModel):
+    """What a release answered on the harness endpoint, from the records: the live side of its evidence."""
+
+    calls: int = 0
+    errors: int = 0
+    with_feedback: int = Field(0, description="Records that got feedback from any source.")
+    passed: int = Field(0, description="Feedback rows that said passed.")
+    failed: int = Field(0, description="Feedback rows that said not passed.")
+    mean_score: float | None = None
+
+
+def _error(status: int, message: str, code: str) -> JSONResponse:
+    return JSONResponse(error_body(message, code), status_code=status)
+
+
+def _invalid(error: ValidationError, where: str) -> JSONResponse:
+    message = "; ".join(
+        f"{'.'.join(map(str, item['loc'])) or where}: {item['msg']}" for item in error.errors()
+    )
+    return _error(400, message, "invalid_request")
+
+
+def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore) -> APIRouter:
+    """The console page (`/console/`) and its JSON routes (`/api/...`) over these stores; auth is the app's.
+
+    Args:
+        store: the runs store: runs, episodes and optimizations are read from it.
+        releases: the release chains shown, and rolled back by `POST /api/releases/{harness}/rollback`.
+        records: the records whose counts and feedback each release is shown with.
+    """
+    router = APIRouter()
+
+    @router.get("/console/")
+    def page() -> FileResponse:
+        return FileResponse(CONSOLE / "index.html", headers=NO_CACHE)
+
+    @router.get("/console/app.js")
+    def script() -> FileResponse:
+        return FileResponse(CONSOLE / "app.js", headers=NO_CACHE)
+
+    @router.get("/console/style.css")
+    def style() -> FileResponse:
+        return FileResponse(CONSOLE / "style.css", headers=NO_CACHE)
+
+    # -- runs and optimizations -------------------------------------------------------------------------
+
+    @router.get("/api/runs", response_model=None)
+    def list_runs(request: Request) -> dict[str, Any] | JSONResponse:
+        """The latest runs first, with the kinds there are (the page's filter)."""
+        try:
+            query = RunsQuery.model_validate(dict(request.query_params))
+        except ValidationError as error:
+            return _invalid(error, "query")
+        kinds = [row[0] for row in store.db.execute("SELECT DISTINCT kind FROM runs ORDER BY kind")]
+        runs = store.runs(limit=query.limit, kind=query.kind)
+        return {"data": [RunSummary.of(run).model_dump() for run in runs], "kinds": kinds}
+
+    @router.get("/api/runs/{ref}", response_model=None)
+    def get_run(ref: str) -> dict[str, Any] | JSONResponse:
+        """A run (by id, a unique part of one, or `latest`) and a line per episode, transcripts unread."""
+        try:
+            run = store.run(ref)
+        except StoreError as error:
+            return _error(404, str(error), "unknown_run")
+        cursor = store.db.execute(
+            "SELECT task_id, seed, sample, score, passed, errored, stop_reason, error, tokens, cost, latency, "
+            "model_calls, reused_from FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
+            [run.id],
+        )
+        columns = [column[0] for column in cursor.description]
+        episodes = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+        for episode in episodes:
+            episode["passed"], episode["errored"] = bool(episode["passed"]), bool(episode["errored"])
+        return {"run": run.model_dump(mode="json"), "episodes": episodes}
+
+    @router.get("/api/runs/{ref}/episodes/{task_id}/{seed}", response_model=None)
+    def get_episode(ref: str, task_id: str, seed: int) -> dict[str, Any] | JSONResponse:
+        """One episode whole: transcript, world calls and diff, the system messages sent, and its grade."""
+        try:
+            run_id = store.resolve(ref)
+        except StoreError as error:
+            return _error(404, str(error), "unknown_run")
+        found = store.episodes(run_id, task_id=task_id, seed=seed)
+        if not found:
+            return _error(
+                404, f"run {run_id} has no episode of task {task_id!r} at seed {seed}", "unknown_episode"
+            )
+        result = found[0]
+        return {
+            "run_id": run_id,
+            **result.model_dump(mode="json"),
+            "passed": result.passed,
+            "score": result.score,
+            "patterns": {name: count for name, count in result.episode.patterns.items() if count},
+        }
+
+    @router.get("/api/optimizations", response_model=None)
+    def list_optimizations(request: Request) -> dict[str, Any] | JSONResponse:
+        """The latest optimization runs first."""
+        try:
+            query = ListQuery.model_validate(dict(request.query_params))
+        except ValidationError as error:
+            return _invalid(error, "query")
+        if not store.db[OPTIMIZATIONS_TABLE].exists():  # no optimization has run against this store
+            return {"data": []}
+        rows = store.db[OPTIMIZATIONS_TABLE].rows_where(
+            select="id, harness, model, status, stop_reason, started_at, finished_at, owner",
+            order_by="started_at DESC, rowid DESC",
+            limit=query.limit,
+        )
+        # `owner` (host and pid) only decides whether a `running` run is alive; the page needs the verdict.
+        return {
+            "data": [
+                {**{key: value for key, value in row.items() if key != "owner"}, "status": live_status(row)}
+                for row in rows
+            ]
+        }
+
+    @router.get("/api/optimizations/{ref}", response_model=None)
+    def get_optimization(ref: str) -> dict[str, Any] | JSONResponse:
+        """What `optimize report` shows, with each proposal's patch and the harness diff, start to final."""
+        try:
+            report = load_run_report(store, ref)
+        except ReportError as error:
+            return _error(404, str(error), "unknown_optimization")
+        patches = {
+            row[0]: row[1]
+            for row in store.db.execute(
+                f"SELECT iteration, patch FROM {PROPOSALS_TABLE} WHERE optimization_id = ?", [report.id]
+            )
+        }
+        proposals = [
+            {
+                **step.model_dump(mode="json"),
+                "record": step.record,
+                "patch": patches.get(step.iteration) or "",
+            }
+            for step in report.proposals
+        ]
+        return {
+            **report.model_dump(mode="json", exclude={"files_start", "files_final", "proposals"}),
+            "accepted": report.accepted,
+            "proposals": proposals,
+            "changes": _file_changes(report.files_start, report.files_final),
+        }
+
+    # -- releases -------------------------------------------------------------------------------------
+
+    @router.get("/api/releases")
+    def list_releases() -> dict[str, Any]:
+        """Every harness with a release chain, with its head (what is served) and its length."""
+        rows = releases.store.db.execute(
+            f"SELECT harness, COUNT(*) FROM {RELEASES_TABLE} GROUP BY harness ORDER BY harness"
+        ).fetchall()
+        return {
+            "data": [
+                {"harness": harness, "releases": count, "head": _dump(releases.head(harness))}
+                for harness, count in rows
+            ]
+        }
+
+    @router.get("/api/releases/{harness}", response_model=None)
+    def get_releases(harness: str) -> dict[str, Any] | JSONResponse:
+        """A harness's chain, oldest first, each release with what it served (calls and feedback)."""
+        chain = releases.list(harness)
+        if not chain:
+            return _error(
+                404, f"{harness} has no releases; `optimize release` publishes one", "unknown_harness"
+            )
+        served = _served(records, harness)
+        return {
+            "harness": harness,
+            "head": chain[-1].number,
+            "releases": [
+                {
+                    **release.model_dump(mode="json"),
+                    "served": served.get(release.number, Served()).model_dump(),
+                }
+                for release in chain
+            ],
+        }
+
+    @router.post("/api/releases/{harness}/rollback", status_code=201, response_model=None)
+    async def rollback(harness: str, request: Request) -> dict[str, Any] | JSONResponse:
+        """Serve an older release's files again, as a new release, if the head is still the one shown."""
+        try:
+            asked = RollbackIn.model_validate(json.loads(await request.body()))
+        except ValidationError as error:
+            return _invalid(error, "body")
+        except ValueError as error:  # not JSON, or not UTF-8
+            return _error(400, f"body: not JSON ({error})", "invalid_request")
+        try:
+            made = await asyncio.to_thread(
+                releases.rollback, harness, asked.to, expected_head=asked.expected_head, note=asked.note
+            )
+        except StaleRelease as error:
+            return _error(409, str(error), "stale_release")
+        except ReleaseError as error:
+            return _error(400, str(error), "release_refused")
+        return made.model_dump(mode="json")
+
+    return router
+
+
+def _dump(release: Release | None) -> dict[str, Any] | None:
+    return release.model_dump(mode="json") if release else None
+
+
+def _served(records: RecordStore, harness: str) -> dict[int, Served]:
+    """Per release number, the calls its records hold and the feedback they got (two grouped queries)."""
+    db = records.store.db
+    found: dict[int, Served] = {}
+    for number, calls, errors in db.execute(
+        f"SELECT release, COUNT(*), COUNT(error) FROM {RECORDS_TABLE} "
+        "WHERE harness = ? AND release IS NOT NULL GROUP BY release",
+        [harness],
+    ):
+        found[number] = Served(calls=calls, errors=errors)
+    for number, rated, passed, failed, mean in db.execute(
+        f"SELECT r.release, COUNT(DISTINCT f.record_id), COALESCE(SUM(f.passed = 1), 0), "
+        f"COALESCE(SUM(f.passed = 0), 0), AVG(f.score) FROM {FEEDBACK_TABLE} f "
+        f"JOIN {RECORDS_TABLE} r ON r.id = f.record_id "
+        "WHERE r.harness = ? AND r.release IS NOT NULL GROUP BY r.release",
+        [harness],
+    ):
+        served = found.setdefault(number, Served())
+        served.with_feedback, served.passed, served.failed, served.mean_score = rated, passed, failed, mean
+    return found
+
+
+def _file_changes(before: dict[str, str], after: dict[str, str]) -> list[dict[str, str]]:
+    """Each added, removed or changed harness file with its unified diff: the page colours the lines."""
+    changes = []
+    for path in sorted(before.keys() | after.keys()):
+        old, new = before.get(path), after.get(path)
+        if old == new:
+            continue
+        status = "added" if old is None else "removed" if new is None else "changed"
+        lines = difflib.unified_diff(
+            (old or "").splitlines(keepends=True),
+            (new or "").splitlines(keepends=True),
+            fromfile=f"start/{path}",
+            tofile=f"final/{path}",
+        )
+        changes.append({"path": path, "status": status, "diff": "".join(_ended(line) for line in lines)})
+    return changes
+
+
+def _ended(line: str) -> str:
+    """A diff line ending in a newline, as the last line of a file without one does not."""
+    return line if line.endswith("\n") else line + "\n"

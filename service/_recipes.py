@@ -1,0 +1,240 @@
+"""Recipes: when the service improves a harness it serves, and how.
+
+A recipe file is YAML naming a recipe class (`module:Class`) and its settings:
+
+    recipe: service.recipes:EvolveOnFeedback
+    harnesses: [support_agent]   # optional; default every harness the service serves
+    settings:
+      min_negative: 5
+      operators: [add_rule, add_demo]
+      max_proposals: 4
+      release: hold
+
+A recipe class is a pydantic model (its fields are the settings, so a wrong one is refused at start-up,
+naming the file and the field) with the two methods of the `Recipe` protocol: `should_run(state)`, asked
+about each served harness with no running job every `check_every` seconds, and `plan(state)`, the job to
+start when it says yes. Atoll's own are in `service.recipes`; a class of your own is named the same way and
+imported from the recipe file's folder (or anywhere on the path), as a world's world.py is: it is your code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evals import RunStore
+from worlds import AtollError
+
+from ._jobs import Job, JobConflict, JobOptions, JobPlan, Jobs, negative_feedback
+from ._records import RECORDS_TABLE
+from ._releases import ReleaseChain
+
+log = logging.getLogger(__name__)
+
+
+class RecipeError(AtollError):
+    """A recipe file cannot be used: not YAML, an unknown class, a wrong setting (named with the file)."""
+
+
+class ServiceState(BaseModel):
+    """What a recipe decides on for one served harness, read afresh at every check."""
+
+    harness: str = Field(description="The harness.yaml name.")
+    path: Path = Field(description="The folder the service serves it from, where its jobs work.")
+    head_release: int | None = Field(description="The release served now; None before the first.")
+    new_negative_feedback: int = Field(
+        description="Records with negative feedback posted since the last evolve job was started (all, before it)."
+    )
+    new_records: int = Field(description="Records served since the last job started (all, before the first).")
+    last_job: Job | None = Field(description="The newest job of this harness, whatever its kind or status.")
+    started_at: datetime = Field(description="When the service started (UTC).")
+    now: datetime = Field(description="The moment of the check (UTC).")
+
+
+@runtime_checkable
+class Recipe(Protocol):
+    """Decides when a served harness gets a job, and which."""
+
+    def should_run(self, state: ServiceState) -> bool:
+        """Whether to start a job for `state.harness` now (asked only while it has none running)."""
+        ...
+
+    def plan(self, state: ServiceState) -> JobPlan:
+        """The job to start: its kind and options."""
+        ...
+
+
+class RecipeSettings(JobOptions):
+    """A base for recipe classes whose settings are a job's options plus their own trigger fields."""
+
+    def options(self) -> JobOptions:
+        """The job options among the settings."""
+        return JobOptions.model_validate(self.model_dump(include=set(JobOptions.model_fields)))
+
+
+class RecipeFile(BaseModel):
+    """The top level of a recipe file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recipe: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="`module:Class`.")
+    harnesses: list[str] | None = Field(None, description="The served harnesses it drives; default all.")
+    settings: dict[str, Any] = Field(default_factory=dict, description="The class's fields.")
+
+
+class LoadedRecipe(BaseModel):
+    """A recipe file, checked: the recipe object and what it drives."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    path: Path
+    name: str = Field(description="`module:Class`, as the file names it.")
+    recipe: Recipe
+    harnesses: list[str] | None
+
+
+def _problems(error: ValidationError, prefix: str) -> str:
+    """Every problem of `error`, each as `where.the.field: what`, `where` under `prefix`."""
+    return "; ".join(
+        f"{'.'.join(filter(None, [prefix, *map(str, item['loc'])])) or 'the file'}: "
+        + ("unknown key" if item["type"] == "extra_forbidden" else item["msg"].removeprefix("Value error, "))
+        for item in error.errors()
+    )
+
+
+def load_recipe(path: Path | str) -> LoadedRecipe:
+    """Read and check a recipe file: its class imported and its settings validated. RecipeError names the
+    file and the field otherwise."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise RecipeError(f"{path}: cannot read the recipe file ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise RecipeError(f"{path}: not YAML: {error}") from None
+    try:
+        spec = RecipeFile.model_validate(data if data is not None else {})
+    except ValidationError as error:
+        raise RecipeError(f"{path}: {_problems(error, '')} (keys: recipe, harnesses, settings)") from None
+    cls = _import(path, spec.recipe)
+    try:
+        recipe = cls.model_validate(spec.settings, context={"base": path.parent.resolve()})
+    except ValidationError as error:
+        known = ", ".join(cls.model_fields)
+        raise RecipeError(
+            f"{path}: {_problems(error, 'settings')} (settings of {spec.recipe}: {known})"
+        ) from None
+    return LoadedRecipe(path=path, name=spec.recipe, recipe=recipe, harnesses=spec.harnesses)
+
+
+def _import(path: Path, name: str) -> type[BaseModel]:
+    """The recipe class `module:Class`, imported with the recipe file's folder on the path."""
+    module_name, _, class_name = name.partition(":")
+    folder = str(path.parent.resolve())
+    if folder not in sys.path:
+        sys.path.append(folder)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # the user's module: whatever it raises, say which recipe
+        raise RecipeError(
+            f"{path}: recipe {name!r}: cannot import {module_name}: {type(error).__name__}: {error}"
+        ) from None
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+        raise RecipeError(
+            f"{path}: recipe {name!r}: {module_name} has no pydantic model class {class_name!r}"
+        )
+    if not all(callable(getattr(cls, method, None)) for method in ("should_run", "plan")):
+        raise RecipeError(f"{path}: recipe {name!r} needs the methods should_run(state) and plan(state)")
+    return cls
+
+
+class RecipeLoop:
+    """Asks the recipe about every harness it drives, every `check_every` seconds, and starts what it plans.
+
+    Args:
+        recipe: the loaded recipe file.
+        jobs: the service's jobs (their store, records and release chains give the state).
+        releases: the release chains the head is read from.
+        check_every: seconds between two checks.
+    """
+
+    def __init__(
+        self, recipe: LoadedRecipe, jobs: Jobs, releases: ReleaseChain, *, check_every: float
+    ) -> None:
+        unknown = sorted(set(recipe.harnesses or []) - set(jobs.harnesses))
+        if unknown:
+            raise RecipeError(
+                f"{recipe.path}: harnesses: {', '.join(unknown)} not served here (served: {', '.join(jobs.harnesses)})"
+            )
+        if not jobs.harnesses:
+            raise RecipeError(f"{recipe.path}: a recipe drives served harnesses; serve one with --harness")
+        self.recipe, self.jobs, self.releases = recipe, jobs, releases
+        self.check_every = check_every
+        self.started_at = datetime.now(UTC)
+        self.harnesses = recipe.harnesses or list(jobs.harnesses)
+
+    @property
+    def source(self) -> str:
+        return f"recipe {self.recipe.name}"
+
+    def state(self, harness: str) -> ServiceState:
+        store: RunStore = self.jobs.store
+        head = self.releases.head(harness)
+        last = self.jobs.last(harness)
+        evolved = self.jobs.last(harness, "evolve")
+        # after the newest feedback the last evolve job saw (or, if it saw none, after it started)
+        mark = (evolved.feedback_mark or evolved.created_at) if evolved else None
+        count, _ = negative_feedback(store, harness, mark)
+        since = last.created_at if last else None
+        records = store.db.execute(
+            f"SELECT COUNT(*) FROM {RECORDS_TABLE} WHERE harness = ? AND (? IS NULL OR created_at >= ?)",
+            [harness, since, since],
+        ).fetchone()[0]
+        return ServiceState(
+            harness=harness,
+            path=self.jobs.harnesses[harness],
+            head_release=head.number if head else None,
+            new_negative_feedback=count,
+            new_records=records,
+            last_job=last,
+            started_at=self.started_at,
+            now=datetime.now(UTC),
+        )
+
+    def plan(self, harness: str) -> JobPlan:
+        """The recipe's plan for `harness` now (what `POST /jobs` without a kind starts)."""
+        return self.recipe.recipe.plan(self.state(harness))
+
+    async def check(self) -> list[Job]:
+        """One round: ask about each harness with no running job; start the planned jobs; return them. A recipe
+        that raises is logged and asked again next round: the service goes on serving."""
+        started = []
+        for harness in self.harnesses:
+            try:
+                if self.jobs.running(harness) is not None:
+                    continue
+                state = self.state(harness)
+                if not self.recipe.recipe.should_run(state):
+                    continue
+                plan = self.recipe.recipe.plan(state)
+                started.append(await self.jobs.start(plan, harness, source=self.source))
+            except JobConflict:  # a job started meanwhile (by POST /jobs): next round
+                continue
+            except Exception:  # the recipe is the user's code; a failed round is retried next time
+                log.exception("recipe %s failed on %s", self.recipe.name, harness)
+        return started
+
+    async def run(self) -> None:
+        """Check forever, `check_every` seconds apart (cancel the task to stop)."""
+        while True:
+            await self.check()
+            await asyncio.sleep(self.check_every)

@@ -1,0 +1,551 @@
+"""Recipes and jobs end to end: traffic through the endpoint, negative feedback with corrections, the recipe
+starting an evolve job that drafts tasks, optimizes, gates and releases, and the endpoint serving the new
+release; then the failures around it (a failing job, a second job, cancel, a restart, a held release).
+
+The harness is a note-taking desk on the helpdesk world in a throwaway git repo, driven by a scripted agent
+that adds the order note only when its prompt says ALWAYS ADD A NOTE: the `helpful_note` operator writes
+that line, so an optimizer given it has one real win to find.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from typer.testing import CliRunner
+
+import optimizer._registry
+from cli import app
+from evals import RunStore, now_text
+from harnesses.models import ScriptedModel
+from optimizer import (
+    Operator,
+    OptimizerEvent,
+    Proposal,
+    ProposalContext,
+    optimize,
+)
+from service import (
+    Job,
+    JobOptions,
+    RecipeError,
+    ReleaseChain,
+    ServiceState,
+    create_service_app,
+    load_recipe,
+    release_harness,
+)
+from service.recipes import EvolveOnFeedback, Manual, Scheduled
+from worlds.serve._sessions import SessionManager
+
+ROOT = Path(__file__).resolve().parents[2]
+NAME = "notes_desk"
+PROMPT = "prompts/desk.md.j2"
+MAGIC = "ALWAYS ADD A NOTE when asked."
+CORRECTION = 'Add the note, then say "the note is on the order"'
+HARNESS = {
+    "harness.yaml": f"name: {NAME}\nworld: helpdesk\nmodel: scripted\nentry: desk\nsuite: ../s\n"
+    "agents:\n  desk:\n    prompt: prompts/desk.md.j2\n",
+    "tools.yaml": "desk: [add_order_note]\n",
+    PROMPT: "You keep notes on orders.\n",
+}
+
+
+def agent(request) -> str | dict:
+    """Adds the note only when the system prompt says so."""
+    system, last = request.messages[0]["content"], request.messages[-1]
+    if last["role"] == "tool":
+        return "Done, the note is on the order."
+    if MAGIC in system:
+        order = re.search(r"ORD-\d+", last["content"]).group()
+        return {
+            "tool_calls": [{"name": "add_order_note", "arguments": {"order_id": order, "note": "called"}}]
+        }
+    return "Sorry, I can't do that."
+
+
+class HelpfulNote(Operator):
+    """Writes the line that makes the agent work."""
+
+    name = "helpful_note"
+
+    async def propose(self, context: ProposalContext) -> Proposal | None:
+        files = {**context.files, PROMPT: context.files[PROMPT] + MAGIC + "\n"}
+        return Proposal.build(
+            operator=self.name,
+            rationale="Tell the agent to add notes.",
+            parent=context.files,
+            files=files,
+            parent_hash=context.harness_hash,
+        )
+
+
+class Stalls(Operator):
+    """Never comes back: a job that is still running when the test acts on it."""
+
+    name = "stalls"
+
+    async def propose(self, context: ProposalContext) -> Proposal | None:
+        await asyncio.sleep(60)
+        return None
+
+
+class Breaks(Operator):
+    """A bug in a proposer: the job fails, the service must not."""
+
+    name = "breaks"
+
+    async def propose(self, context: ProposalContext) -> Proposal | None:
+        raise RuntimeError("the operator has a bug")
+
+
+@pytest.fixture(autouse=True)
+def operators(monkeypatch: pytest.MonkeyPatch) -> None:
+    for factory in (HelpfulNote, Stalls, Breaks):
+        monkeypatch.setitem(optimizer._registry._registered, factory.name, factory)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def write(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repo with the harness in h/ and its suite in s/: six val tasks, two train tasks."""
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+    root = tmp_path / "repo"
+    write(root / "h", HARNESS)
+    tasks = "".join(
+        f"- id: note-{i}\n  split: {'val' if i <= 6 else 'train'}\n  fixture: small_shop\n"
+        f"  user: {{message: 'Please add a note to order ORD-{1000 + i} that I called.'}}\n"
+        f"  reference: [{{add_order_note: {{order_id: ORD-{1000 + i}, note: called}}}}]\n"
+        f"  expect:\n    inserted: {{order_notes: [{{order_id: ORD-{1000 + i}}}]}}\n    no_other_writes: true\n"
+        for i in range(1, 9)
+    )
+    write(
+        root / "s",
+        {"suite.yaml": "name: notes\nworld: helpdesk\ndefault_seeds: [0]\n", "tasks/notes.yaml": tasks},
+    )
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.invalid")
+    git(root, "config", "user.name", "T")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[RunStore]:
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        yield store
+
+
+def first_release(repo: Path, store: RunStore) -> None:
+    asyncio.run(release_harness(repo / "h", store=store, model=ScriptedModel(fn=agent)))
+
+
+def recipe_file(folder: Path, recipe: str, **settings: Any) -> Path:
+    path = folder / "recipe.yaml"
+    path.write_text(json.dumps({"recipe": recipe, "settings": settings}))  # JSON is YAML
+    return path
+
+
+def service(repo: Path, store: RunStore, **options: Any):
+    return create_service_app(
+        [repo / "h"], worlds=["helpdesk"], store=store, model=ScriptedModel(fn=agent), **options
+    )
+
+
+def ask(url: str, order: int) -> Any:
+    chat = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0).chat.completions
+    message = f"Please add a note to order ORD-{order} that I called."
+    return chat.with_raw_response.create(model=NAME, messages=[{"role": "user", "content": message}])
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def ended(url: str, job_id: str) -> dict[str, Any]:
+    """The job once it is no longer running."""
+
+    def done() -> dict[str, Any] | None:
+        job = httpx.get(f"{url}/jobs/{job_id}").json()
+        return job if job["status"] != "running" else None
+
+    return wait_for(done)
+
+
+def events(url: str, job_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """The job's server-sent events, read to the end of the stream."""
+    text = httpx.get(f"{url}/jobs/{job_id}/events", timeout=10).text
+    found = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        found.append((fields["event"], json.loads(fields["data"])))
+    return found
+
+
+def test_negative_feedback_starts_a_job_whose_release_the_endpoint_then_serves(
+    repo: Path, store: RunStore, serve, tmp_path: Path
+) -> None:
+    first_release(repo, store)
+    recipe = recipe_file(
+        tmp_path,
+        "service.recipes:EvolveOnFeedback",
+        min_negative=3,
+        operators=["helpful_note"],
+        max_proposals=1,
+    )
+    with serve(service(repo, store, recipe=recipe, check_every=0.05)) as url:
+        records = []
+        for order in (1009, 1010, 1011):
+            answer = ask(url, order)
+            assert answer.headers["x-atoll-release"] == "1"
+            assert answer.parse().choices[0].message.content == "Sorry, I can't do that."
+            records.append(answer.headers["x-atoll-record-id"])
+        feedback = {"passed": False, "correction": CORRECTION, "source": "support-team"}
+        assert httpx.post(f"{url}/feedback", json={**feedback, "record_ids": records[:2]}).status_code == 200
+        time.sleep(0.3)
+        assert httpx.get(f"{url}/jobs").json()["data"] == []  # two of the three it waits for
+
+        httpx.post(f"{url}/feedback", json={**feedback, "record_ids": records[2:]})
+        (job,) = wait_for(lambda: httpx.get(f"{url}/jobs").json()["data"])
+        job = ended(url, job["id"])
+
+        assert (job["status"], job["kind"], job["stage"]) == ("finished", "evolve", "done"), job
+        assert job["source"] == "recipe service.recipes:EvolveOnFeedback"
+        drafts = job["result"]["drafts"]
+        assert sorted(drafts["tasks"]) == sorted(f"draft-{record}" for record in records)
+        assert "the note is on the order" in Path(drafts["path"]).read_text()
+        assert git(repo, "log", "-1", "--format=%s", drafts["commit"]).startswith("atoll: 3 draft task(s)")
+        optimization = job["result"]["optimization"]
+        assert optimization["val_start"] < optimization["val_final"] == 1.0
+        assert [step["operator"] for step in optimization["accepted"]] == ["helpful_note"]
+        release = job["result"]["release"]
+        assert (release["number"], release["evidence"]["gate"]) == (2, "pass")
+        assert release["commit"] == git(repo, "rev-parse", "HEAD") == optimization["accepted"][0]["commit"]
+        assert job["outcome"].startswith("release 2 published")
+        assert git(repo, "status", "--porcelain") == ""  # the drafts and the variant are both committed
+
+        answer = ask(url, 1012)
+        assert answer.headers["x-atoll-release"] == "2"
+        (call,) = answer.parse().choices[0].message.tool_calls
+        assert call.function.name == "add_order_note"
+        record = httpx.get(f"{url}/v1/records/{answer.headers['x-atoll-record-id']}").json()
+        assert record["release"] == 2
+
+        seen = events(url, job["id"])  # a late subscriber gets the history, then the stream ends
+        kinds = [kind for kind, _ in seen]
+        for kind in ("start", "proposal", "decision", "commit", "finish", "gate"):
+            assert kind in kinds
+        assert seen[-1] == ("job", job)
+        time.sleep(0.3)
+        assert len(httpx.get(f"{url}/jobs").json()["data"]) == 1  # no new negative feedback: no new job
+
+
+def test_a_failing_job_is_recorded_and_the_service_keeps_serving(repo: Path, store: RunStore, serve) -> None:
+    (repo / "h" / "scratch.md").write_text("not committed\n")
+    with serve(service(repo, store)) as url:
+        started = httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "optimize"})
+        assert started.status_code == 202
+        dirty = ended(url, started.json()["id"])
+        assert dirty["status"] == "failed"
+        assert "must be a clean git checkout" in dirty["error"] and "scratch.md" in dirty["error"]
+
+        (repo / "h" / "scratch.md").unlink()
+        options = {"operators": ["breaks"], "max_proposals": 1}
+        started = httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "optimize", "options": options})
+        broken = ended(url, started.json()["id"])
+        assert (broken["status"], broken["stage"]) == ("failed", "optimize")
+        assert broken["error"] == "RuntimeError: the operator has a bug"
+
+        assert ask(url, 1009).parse().choices[0].message.content == "Sorry, I can't do that."
+        assert httpx.get(f"{url}/health").json() == {"status": "healthy"}  # the worlds' app is still there
+
+
+def test_one_job_per_harness_cancel_and_a_stopping_service_interrupts(
+    repo: Path, store: RunStore, serve
+) -> None:
+    stalling = {"harness": NAME, "kind": "optimize", "options": {"operators": ["stalls"]}}
+    with serve(service(repo, store)) as url:
+        first = httpx.post(f"{url}/jobs", json=stalling).json()
+        wait_for(lambda: httpx.get(f"{url}/jobs/{first['id']}").json()["optimization_id"])
+        second = httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "gate"})
+        assert second.status_code == 409
+        assert f"job {first['id']} (optimize) is running for {NAME}" in second.json()["error"]["message"]
+
+        followed: list[tuple[str, dict[str, Any]]] = []
+        follower = threading.Thread(target=lambda: followed.extend(events(url, first["id"])))
+        follower.start()  # a live subscriber: it reads until the job ends
+        cancelled = httpx.post(f"{url}/jobs/{first['id']}/cancel", timeout=30).json()
+        follower.join(timeout=10)
+        assert followed[0][0] == "job" and "start" in [kind for kind, _ in followed]
+        assert followed[-1] == ("job", cancelled)
+        assert (cancelled["status"], cancelled["outcome"]) == ("cancelled", "cancelled at optimize")
+        assert httpx.post(f"{url}/jobs/{first['id']}/cancel").status_code == 409
+        assert httpx.get(f"{url}/jobs/nope").status_code == 404
+        assert httpx.post(f"{url}/jobs", json={"harness": "other", "kind": "gate"}).status_code == 404
+        assert httpx.post(f"{url}/jobs", json={"harness": NAME}).status_code == 400  # no kind, no recipe
+
+        left = httpx.post(f"{url}/jobs", json=stalling).json()
+        wait_for(lambda: httpx.get(f"{url}/jobs/{left['id']}").json()["optimization_id"])
+    stopped = store.db["jobs"].get(left["id"])
+    assert (stopped["status"], stopped["outcome"]) == (
+        "interrupted",
+        "interrupted at optimize: the service stopped",
+    )
+    for job_id in (first["id"], left["id"]):  # the optimizer's own record of each run: resumable
+        run = store.db["optimizations"].get(store.db["jobs"].get(job_id)["optimization_id"])
+        assert run["status"] == "interrupted"
+
+
+class Stop(BaseException):
+    """Kills an optimization mid-run, as a dead process would leave it."""
+
+
+def test_a_job_left_running_by_a_dead_process_is_resumed_at_start_up(
+    repo: Path, store: RunStore, serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reaping = threading.Event()  # the worlds app's own lifespan still runs, around the jobs'
+
+    async def reap_forever(self) -> None:
+        reaping.set()
+
+    monkeypatch.setattr(SessionManager, "reap_forever", reap_forever)
+    options = JobOptions(operators=["helpful_note"], max_proposals=1)
+
+    def die(event: OptimizerEvent) -> None:
+        if event.kind == "proposal":
+            raise Stop
+
+    config = options.optimize_config(repo / "h", None)
+    with pytest.raises(Stop):
+        asyncio.run(optimize(config, on_event=die, store=store, model=ScriptedModel(fn=agent)))
+    (optimization_id,) = [row["id"] for row in store.db["optimizations"].rows]
+    served = service(repo, store)  # creates the jobs table
+    dead = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": "a process that is gone"})
+    now = now_text()
+    job = Job(
+        id="job-dead",
+        harness=NAME,
+        path=str(repo / "h"),
+        kind="optimize",
+        options=options,
+        source="http",
+        status="running",
+        stage="optimize",
+        optimization_id=optimization_id,
+        created_at=now,
+        updated_at=now,
+        owner=dead,
+    )
+    row = job.model_dump(mode="json")
+    store.db["jobs"].insert({**row, "options": json.dumps(row["options"]), "result": "{}"})
+
+    with serve(served) as url:
+        resumed = ended(url, "job-dead")
+        assert reaping.is_set()
+        again = httpx.get(f"{url}/jobs/job-dead/events", headers={"last-event-id": "1"}).text
+        assert again.count("event: job") >= 2  # resumed here: its log replays from the event after 1
+
+    assert (resumed["status"], resumed["optimization_id"]) == ("finished", optimization_id), resumed
+    assert resumed["outcome"].startswith("1 variant(s) accepted and committed")
+    assert store.db["optimizations"].get(optimization_id)["status"] == "finished"
+    assert f"Atoll-Run: {optimization_id}" in git(repo, "log", "-1", "--format=%B")
+    assert ReleaseChain(store).head(NAME) is None  # an optimize job releases nothing
+
+
+def test_a_held_release_is_published_only_when_approved(repo: Path, store: RunStore, serve) -> None:
+    first_release(repo, store)
+    (repo / "h" / PROMPT).write_text(HARNESS[PROMPT] + MAGIC + "\n")
+    git(repo, "commit", "-qam", "the line")
+    with serve(service(repo, store)) as url:
+        assert httpx.post(f"{url}/jobs/whatever/approve").status_code == 404
+        body = {"harness": NAME, "kind": "gate", "options": {"release": "hold"}}
+        held = ended(url, httpx.post(f"{url}/jobs", json=body).json()["id"])
+        assert held["status"] == "held", held
+        assert held["result"]["pending"]["expected_head"] == 1
+        assert held["result"]["pending"]["evidence"]["gate"] == "pass"
+        assert ask(url, 1009).headers["x-atoll-release"] == "1"  # nothing published yet
+
+        approved = httpx.post(f"{url}/jobs/{held['id']}/approve").json()
+        assert (approved["status"], approved["result"]["release"]["number"]) == ("finished", 2)
+        assert approved["outcome"] == "release 2 published on approval"
+        assert ask(url, 1009).headers["x-atoll-release"] == "2"
+        assert git(repo, "rev-parse", f"atoll/release/{NAME}/2^{{commit}}") == git(repo, "rev-parse", "HEAD")
+        again = httpx.post(f"{url}/jobs/{held['id']}/approve")
+        assert again.status_code == 409 and "only a held job" in again.json()["error"]["message"]
+
+
+def test_a_held_release_gated_against_a_head_that_moved_is_refused(
+    repo: Path, store: RunStore, serve
+) -> None:
+    first_release(repo, store)
+    (repo / "h" / PROMPT).write_text(HARNESS[PROMPT] + MAGIC + "\n")
+    git(repo, "commit", "-qam", "the line")
+    with serve(service(repo, store)) as url:
+        body = {"harness": NAME, "kind": "gate", "options": {"release": "hold"}}
+        held = ended(url, httpx.post(f"{url}/jobs", json=body).json()["id"])
+        ReleaseChain(store).publish(  # another publisher moves the head
+            NAME, {**HARNESS, PROMPT: "moved\n"}, commit=None, evidence={}, expected_head=1
+        )
+        refused = httpx.post(f"{url}/jobs/{held['id']}/approve")
+        assert refused.status_code == 409
+        assert "gated against release 1: start a gate job" in refused.json()["error"]["message"]
+        assert httpx.post(f"{url}/jobs/{held['id']}/cancel").json()["status"] == "cancelled"
+
+
+def test_a_manual_recipe_plans_the_job_a_bare_request_starts(
+    repo: Path, store: RunStore, serve, tmp_path
+) -> None:
+    recipe = recipe_file(tmp_path, "service.recipes:Manual", release="hold", max_proposals=0)
+    with serve(service(repo, store, recipe=recipe, check_every=0.05)) as url:
+        time.sleep(0.2)
+        assert httpx.get(f"{url}/jobs").json()["data"] == []  # never on its own
+        job = httpx.post(f"{url}/jobs", json={"harness": NAME}).json()
+        assert (job["kind"], job["options"]["release"], job["source"]) == ("evolve", "hold", "http")
+        job = ended(url, job["id"])
+        assert job["status"] == "finished" and job["outcome"].startswith("nothing accepted"), job
+
+
+def state(**values: Any) -> ServiceState:
+    now = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+    defaults = {
+        "harness": NAME,
+        "path": Path("h"),
+        "head_release": 1,
+        "new_negative_feedback": 0,
+        "new_records": 0,
+        "last_job": None,
+        "started_at": now - timedelta(hours=1),
+        "now": now,
+    }
+    return ServiceState.model_validate(defaults | values)
+
+
+def test_the_shipped_recipes_decide_on_the_state() -> None:
+    assert EvolveOnFeedback(min_negative=2).should_run(state(new_negative_feedback=2))
+    assert not EvolveOnFeedback(min_negative=2).should_run(state(new_negative_feedback=1))
+    assert Scheduled(every="30m").should_run(state())  # an hour since the service started
+    assert not Scheduled(every="2h").should_run(state())
+    last = Job(
+        id="job-1",
+        harness=NAME,
+        path="h",
+        kind="evolve",
+        options=JobOptions(),
+        source="http",
+        status="finished",
+        stage="done",
+        created_at="2026-03-02 11:45:00",
+        updated_at="2026-03-02 11:50:00",
+    )
+    assert not Scheduled(every="30m").should_run(state(last_job=last))
+    assert Scheduled(every=600).should_run(state(last_job=last))
+    assert not Manual().should_run(state(new_negative_feedback=100))
+    plan = EvolveOnFeedback(operators=["add_rule"], release="hold").plan(state())
+    assert (plan.kind, plan.options.operators, plan.options.release) == ("evolve", ["add_rule"], "hold")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("recipe: service.recipes:EvolveOnFeedback\nsettings: {min_negative: 0}\n", "settings.min_negative:"),
+        (
+            "recipe: service.recipes:EvolveOnFeedback\nsettings: {min_negatve: 3}\n",
+            "settings.min_negatve: unknown key",
+        ),
+        (
+            "recipe: service.recipes:EvolveOnFeedback\nsettings: {operators: [add_rul]}\n",
+            "settings.operators: unknown operator(s) add_rul",
+        ),
+        ("recipe: service.recipes:Scheduled\nsettings: {every: soon}\n", "settings.every:"),
+        ("recipe: service.recipes:Scheduled\nsettings: {}\n", "settings.every: Field required"),
+        ("recipe: service.recipes:Nope\n", "has no pydantic model class 'Nope'"),
+        ("recipe: no_such_module_here:Recipe\n", "cannot import no_such_module_here"),
+        ("recipe: not a class name\n", "recipe: String should match pattern"),
+        ("settings: {}\n", "recipe: Field required"),
+        ("recipe: service.recipes:Manual\nschedule: 1h\n", "schedule: unknown key"),
+        ("recipe: !!python/object/apply:os.system [echo hi]\n", "not YAML"),
+    ],
+)
+def test_a_recipe_file_error_names_the_file_and_the_field(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(text)
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(path)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert expected in str(caught.value)
+
+
+def test_a_recipe_class_of_your_own_is_imported_from_beside_its_file(
+    tmp_path: Path, forget_new_modules
+) -> None:
+    (tmp_path / "my_recipes.py").write_text(
+        "from pydantic import BaseModel\nfrom service import JobPlan\n\n"
+        "class Nightly(BaseModel):\n    hour: int = 2\n\n"
+        "    def should_run(self, state):\n        return state.now.hour == self.hour\n\n"
+        "    def plan(self, state):\n        return JobPlan(kind='gate')\n"
+    )
+    path = tmp_path / "nightly.yaml"
+    path.write_text("recipe: my_recipes:Nightly\nsettings: {hour: 3}\n")
+    loaded = load_recipe(path)
+    assert loaded.recipe.should_run(state(now=datetime(2026, 3, 2, 3, 0, tzinfo=UTC)))
+    assert loaded.recipe.plan(state()).kind == "gate"
+    path.write_text("recipe: my_recipes:Nightly\nsettings: {hour: three}\n")
+    with pytest.raises(RecipeError, match=r"nightly\.yaml: settings\.hour:"):
+        load_recipe(path)
+
+
+def test_the_shipped_example_recipes_load() -> None:
+    examples = ROOT / "examples" / "recipes"
+    loaded = {path.name: load_recipe(path) for path in sorted(examples.glob("*.yaml"))}
+    assert set(loaded) == {"evolve_on_feedback.yaml", "manual.yaml", "scheduled.yaml"}
+    assert isinstance(loaded["evolve_on_feedback.yaml"].recipe, EvolveOnFeedback)
+    assert loaded["scheduled.yaml"].recipe.every == timedelta(hours=6)
+
+
+def test_a_recipe_for_a_harness_not_served_is_refused_at_start_up(
+    repo: Path, store: RunStore, tmp_path
+) -> None:
+    path = tmp_path / "elsewhere.yaml"
+    path.write_text("recipe: service.recipes:Manual\nharnesses: [support_agent]\n")
+    with pytest.raises(RecipeError, match=r"elsewhere\.yaml: harnesses: support_agent not served here"):
+        service(repo, store, recipe=path)
+
+
+def test_serve_refuses_a_recipe_without_a_harness_and_a_wrong_recipe_before_serving(tmp_path: Path) -> None:
+    path = tmp_path / "evolve.yaml"
+    path.write_text("recipe: service.recipes:EvolveOnFeedback\nsettings: {release: later}\n")
+    alone = CliRunner().invoke(app, ["serve", "--recipe", str(path)])
+    assert alone.exit_code == 2 and "name at least one --harness" in alone.output
+    wrong = CliRunner().invoke(
+        app, ["serve", "--harness", str(ROOT / "harnesses" / "support_agent"), "--recipe", str(path)]
+    )
+    assert wrong.exit_code == 2 and "settings.release:" in wrong.output and "serving" not in wrong.output
