@@ -36,6 +36,15 @@ ModelOption = Annotated[
 ConcurrencyOption = Annotated[
     int, typer.Option(help="Episodes in flight at once (a local model runs one at a time).")
 ]
+ExecutorOption = Annotated[
+    str,
+    typer.Option(
+        envvar="ATOLL_EXECUTOR",
+        help="Where episodes run: local (this process), ray (the Ray cluster $RAY_ADDRESS names or "
+        "`ray start` runs here, else a new one), or ray://HOST:PORT; add ?workers=N to set the worker "
+        "processes (docs/scale.md).",
+    ),
+]
 ReuseOption = Annotated[
     bool,
     typer.Option(

@@ -8,6 +8,7 @@ import typer
 
 from commands._shared import (
     ConcurrencyOption,
+    ExecutorOption,
     HarnessArgument,
     ModelOption,
     ReuseOption,
@@ -121,6 +122,7 @@ def eval_(
         str | None, typer.Option(help="Finish an interrupted eval run (id or `latest`).")
     ] = None,
     reuse: ReuseOption = True,
+    executor: ExecutorOption = "local",
 ) -> None:
     """Score a harness on an eval suite, graded by state diffs; prints per-task and overall scores
     and stores every episode (see `optimize runs` and `optimize show`).
@@ -141,7 +143,9 @@ def eval_(
                 # `latest` is the newest eval left unfinished, not whatever ran last (a gate, a finished eval).
                 latest = resume in ("latest", "last")
                 run_id = store.latest_unfinished("eval") if latest else store.resolve(resume)
-                result = resume_run(run_id, store=store, concurrency=concurrency, on_progress=on_progress)
+                result = resume_run(
+                    run_id, store=store, concurrency=concurrency, on_progress=on_progress, executor=executor
+                )
             else:
                 suite = suite or suite_for(load_harness(harness))
                 run_id = new_run_id("eval")
@@ -156,6 +160,7 @@ def eval_(
                     run_id=run_id,
                     reuse=reuse,
                     on_progress=on_progress,
+                    executor=executor,
                 )
     except KeyboardInterrupt:
         with RunStore() as store:  # interrupted before the run was stored: nothing to resume

@@ -9,6 +9,7 @@ import typer
 
 from commands._shared import (
     ConcurrencyOption,
+    ExecutorOption,
     ModelOption,
     ReuseOption,
     SuiteOption,
@@ -59,6 +60,7 @@ def gate(
         Path | None, typer.Option(help="Save the candidate's result as a baseline file.")
     ] = None,
     reuse: ReuseOption = True,
+    executor: ExecutorOption = "local",
     accept_suite_changes: Annotated[
         bool,
         typer.Option(
@@ -100,6 +102,7 @@ def gate(
             max_error_rate=max_error_rate,
             concurrency=concurrency,
             reuse=reuse,
+            executor=executor,
             accept_suite_changes=accept_suite_changes,
         )
     except ValidationError as error:

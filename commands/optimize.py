@@ -9,6 +9,7 @@ import typer
 
 from commands._shared import (
     ConcurrencyOption,
+    ExecutorOption,
     HarnessArgument,
     ModelOption,
     ReuseOption,
@@ -98,6 +99,7 @@ def run(
         str | None, typer.Option(help="Resume an interrupted or paused run by id (or `latest`).")
     ] = None,
     reuse: ReuseOption = True,
+    executor: ExecutorOption = "local",
 ) -> None:
     """Optimize a harness: propose variants, test each against the incumbent, commit only real wins.
 
@@ -158,6 +160,7 @@ def run(
             objective_rule=ObjectiveRule(min_reduction=min_reduction, tolerance=tolerance),
             models=[name.strip() for name in models.split(",") if name.strip()] if models else None,
             reuse=reuse,
+            executor=executor,
         )
     except ValidationError as error:
         fail(option_errors(error))

@@ -1,10 +1,10 @@
 """The batch runner: tasks × seeds in parallel, one fresh instance per episode, graded and stored.
 
-Episodes run as asyncio tasks under a concurrency limit. Nothing blocks the event loop for long:
-instances cost about a millisecond, tool calls and grading are fast, and a model that computes
-in-process (the local provider) does so in a thread. A model that stays unreachable ends its
-episode as errored (it scores 0 and counts as an error) and the batch goes on; a bug of the
-suite (a failing reference solution, a crashing Python grader) or of the harness stops it.
+An executor plays the episodes under a concurrency limit (`evals._executors`: asyncio tasks in this
+process by default, or worker processes on a Ray cluster) and hands each back as it finishes; this
+module alone grades and stores them, so every executor resumes, reuses and reports alike. A model that
+stays unreachable ends its episode as errored (it scores 0 and counts as an error) and the batch goes
+on; a bug of the suite (a failing reference solution, a crashing Python grader) or of the harness stops it.
 
 Each graded episode is written to the runs store in its own transaction, so a run killed
 midway keeps every finished episode, and running it again with the same `run_id` (or
@@ -22,6 +22,7 @@ Progress is reported through `on_progress`, called after each episode: pass a ri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -36,10 +37,9 @@ from typing import Any, Literal
 
 import harnesses
 import worlds
-from harnesses import Episode, Harness, load_harness, run_episode
+from harnesses import Harness, load_harness
 from harnesses.models import (
     Model,
-    ModelError,
     ModelUsage,
     ResponseCache,
     check_credentials,
@@ -48,10 +48,10 @@ from harnesses.models import (
 )
 from worlds import AtollError, World
 
+from ._executors import BatchSetup, Executor, executor_for
 from ._graders import grade_episode
 from ._store import EpisodeResult, RunRecord, RunStore, new_run_id, now_text
 from ._suite import Suite, SuiteError, Task, display_path, load_suite
-from ._users import user_for
 from .graders._reference import ReferenceFailed
 from .metrics import Metrics, compute_metrics
 
@@ -230,13 +230,6 @@ def resolve_agent_model(model: Model | str | None, harness: Harness) -> Model:
     return get_model(name, cache=ResponseCache.default())
 
 
-def in_flight(model: Model, concurrency: int) -> int:
-    """How many episodes a batch runs at once: `concurrency`, or fewer where the model says it serves
-    fewer (its `max_concurrency`; the local model serves one)."""
-    cap = getattr(model, "max_concurrency", None)
-    return min(concurrency, cap) if cap else concurrency
-
-
 async def evaluate_batch(
     harness: Harness | str | Path,
     suite: Suite | str | Path,
@@ -253,6 +246,7 @@ async def evaluate_batch(
     kind: str = "eval",
     on_progress: OnProgress | None = None,
     reuse: bool = True,
+    executor: Executor | str | None = None,
 ) -> BatchResult:
     """Run and grade every (task, seed) of the selection; store each episode as it finishes.
 
@@ -264,7 +258,8 @@ async def evaluate_batch(
         split, tasks: which tasks (default: all of them).
         seeds: run every task with these seeds instead of its own.
         k: run every task with exactly k seeds (see `Suite.seeds`); pass^k is reported.
-        concurrency: episodes in flight at once, at most (see `in_flight`).
+        concurrency: episodes in flight at once, at most, wherever they run (see `in_flight` for what
+            one process takes of it).
         store: where runs and episodes are written; None keeps everything in memory.
         run_id: an id for a new run, or the id of a stored run to resume (same harness, suite,
             model and selection): its stored episodes are kept and only the missing ones run.
@@ -274,9 +269,12 @@ async def evaluate_batch(
             `reuse_keys`; errored ones excepted) into this run, graded again by the current suite,
             instead of running it. Off, every episode runs; either way this run's episodes are kept for
             later reuse.
+        executor: where episodes are played: an Executor, or `local` (None), `ray`, `ray://HOST:PORT`
+            (see `parse_executor`, docs/scale.md). The episodes and scores are the same on every one.
     """
     if concurrency < 1:
         raise BatchError(f"concurrency must be at least 1, got {concurrency}")
+    executor = executor_for(executor)
     harness = harness if isinstance(harness, Harness) else load_harness(harness)
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     if harness.world.name != suite.world.name:
@@ -316,21 +314,9 @@ async def evaluate_batch(
         progress.add(result)
     started = time.perf_counter()
     results = list(previous)
-    queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
-
-    async def worker() -> None:
-        while not queue.empty():
-            task, seed = queue.get_nowait()
-            result = await _run_one(harness, suite, task, seed, agent_model, user_model)
-            if store is not None:
-                store.add_episode(run_id, result, reuse_key=keys[(task.id, seed)])
-            results.append(result)
-            progress.add(result)
-            progress.kind, progress.last = "episode", result
-            progress.elapsed_s = time.perf_counter() - started
-            _report(on_progress, progress)
-
-    workers: list[asyncio.Task[None]] = []
+    setup = BatchSetup(
+        harness=harness, world=suite.world, model=agent_model, user_model=user_model, concurrency=concurrency
+    )
     try:
         if reuse and store is not None:
             for result in _reuse(store, run_id, suite, todo, keys):
@@ -339,16 +325,24 @@ async def evaluate_batch(
             copied = {(r.task_id, r.seed) for r in results}
             todo = [(task, seed) for task, seed in todo if (task.id, seed) not in copied]
         _report(on_progress, progress)
-        for item in todo:
-            queue.put_nowait(item)
-        workers = [
-            asyncio.create_task(worker()) for _ in range(min(in_flight(agent_model, concurrency), len(todo)))
-        ]
-        await asyncio.gather(*workers)
+        # Closed on any exit, so an interrupt or a failure stops the episodes still in flight.
+        async with contextlib.aclosing(executor.play(setup, todo)) as played:
+            async for task, seed, episode in played:
+                result = EpisodeResult(
+                    task_id=task.id,
+                    seed=seed,
+                    sample=seed,
+                    episode=episode,
+                    grade=grade_episode(suite, task, episode),
+                )
+                if store is not None:
+                    store.add_episode(run_id, result, reuse_key=keys[(task.id, seed)])
+                results.append(result)
+                progress.add(result)
+                progress.kind, progress.last = "episode", result
+                progress.elapsed_s = time.perf_counter() - started
+                _report(on_progress, progress)
     except BaseException as error:
-        for running in workers:
-            running.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
         if store is not None:
             interrupted = isinstance(error, asyncio.CancelledError | KeyboardInterrupt)
             store.finish_run(run_id, "interrupted" if interrupted else "failed")
@@ -465,35 +459,6 @@ def _open_run(
     return store.episodes(run_id)
 
 
-async def _run_one(
-    harness: Harness, suite: Suite, task: Task, seed: int, model: Model, user_model: Model | None
-) -> EpisodeResult:
-    user = user_for(task, model=user_model or model, sample=seed)
-    with suite.world.instance(task.fixture, seed=seed, clock=task.clock) as instance:
-        try:
-            episode = await run_episode(
-                harness, instance, model, user, sample=seed, task_id=task.id, task_context=task.context
-            )
-        except ModelError as error:  # the runtime records these itself; this is the safety net
-            episode = Episode(
-                harness=harness.name,
-                harness_hash=harness.hash,
-                model=model.name,
-                world=suite.world.name,
-                fixture=task.fixture,
-                seed=seed,
-                clock=task.clock,
-                task_id=task.id,
-                calls=list(instance.log),
-                diff=instance.diff(),
-                stop_reason="model_error",
-                error=f"{type(error).__name__}: {error}",
-            )
-    return EpisodeResult(
-        task_id=task.id, seed=seed, sample=seed, episode=episode, grade=grade_episode(suite, task, episode)
-    )
-
-
 async def resume_batch(
     run_ref: str,
     *,
@@ -502,11 +467,12 @@ async def resume_batch(
     user_model: Model | None = None,
     concurrency: int | None = None,
     on_progress: OnProgress | None = None,
+    executor: Executor | str | None = None,
 ) -> BatchResult:
     """Finish a stored run that was interrupted: same harness (from its snapshot), suite and selection.
 
     `model` defaults to the run's model by name; pass the Model itself for one that has no name
-    the model layer can build (a ScriptedModel).
+    the model layer can build (a ScriptedModel). The executor may differ from the run's first one.
     """
     run = store.run(run_ref)
     config = run.config
@@ -528,6 +494,7 @@ async def resume_batch(
         kind=run.kind,
         on_progress=on_progress,
         reuse=config.get("reuse", True),
+        executor=executor,
     )
 
 

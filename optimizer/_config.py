@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from evals import ExecutorSpec
 from harnesses.models import ModelUsage
 from worlds import RUN_FAILED, AtollError
 
@@ -74,6 +75,9 @@ class OptimizeConfig(BaseModel):
     )
     reuse: bool = Field(
         True, description="Copy episodes already stored for the same harness, model, task and seed (evals)."
+    )
+    executor: ExecutorSpec = Field(
+        "local", description="Where episodes run: local, ray or ray://HOST:PORT (docs/scale.md)."
     )
 
 

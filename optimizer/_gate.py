@@ -24,6 +24,7 @@ from evals import (
     BatchError,
     BatchProgress,
     BatchResult,
+    ExecutorSpec,
     GraderError,
     ReferenceFailed,
     RunStore,
@@ -83,6 +84,9 @@ class GateConfig(BaseModel):
     concurrency: int = Field(8, ge=1)
     reuse: bool = Field(
         True, description="Reuse episodes already stored for the same harness, model and task."
+    )
+    executor: ExecutorSpec = Field(
+        "local", description="Where episodes run: local, ray or ray://HOST:PORT (docs/scale.md)."
     )
     accept_suite_changes: bool = Field(
         False,
@@ -436,6 +440,7 @@ class _Gate:
                 store=self.store,
                 kind="gate",
                 reuse=self.config.reuse,
+                executor=self.config.executor,
                 on_progress=(lambda progress: on_progress(side, progress)) if on_progress else None,
             )
         except (GraderError, ReferenceFailed) as error:

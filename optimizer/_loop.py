@@ -232,6 +232,7 @@ class Optimization:
             kind=f"optimize-{role}",
             on_progress=self._on_progress,
             reuse=self.config.reuse,
+            executor=self.config.executor,
             **selection,
         )
         outages = sum(r.episode.stop_reason == "model_error" for r in result.results)
