@@ -22,16 +22,15 @@ from worlds import World
 from worlds.serve import ResetRequest, check_bind, create_app
 
 from ._console_api import console_router
-from ._endpoint import HarnessEndpoint
+from ._endpoint import RECORD_HEADER, HarnessEndpoint
 from ._feedback_api import records_router
 from ._jobs import Jobs
 from ._jobs_api import jobs_router
 from ._recipes import RecipeLoop, load_recipe
-from ._records import RecordPolicy, RecordStore
+from ._records import RecordPolicy, RecordStore, load_record_policy
 from ._releases import ReleaseChain
 from ._wire import RequestError, error_body, parse_request, stream_events
 
-RECORD_HEADER = "x-atoll-record-id"
 RELEASE_HEADER = "x-atoll-release"
 # A stream of job events lasts as long as its job, so a stopping server that waited for every response would
 # wait for the jobs it is about to interrupt; requests in flight get this long to finish, then are cut.
@@ -54,7 +53,8 @@ def create_service_app(
     check_every: float = 60.0,
 ) -> FastAPI:
     """The service as an ASGI app. `harnesses` are served at `/v1`; `store` (default the runs store)
-    holds their records, releases and jobs; `recipe` (a recipe file, see `service.load_recipe`) starts
+    holds their records, releases and jobs; `policy` (default the `[records]` table of the atoll.toml
+    above the first harness, else above the working directory) redacts and expires records; `recipe` (a recipe file, see `service.load_recipe`) starts
     jobs on its own, checking every `check_every` seconds; the rest is as `worlds.serve.create_app`.
 
     At start-up the jobs of the served harnesses left running by a process that is gone, or interrupted
@@ -62,7 +62,10 @@ def create_service_app(
     app = create_app(
         worlds, defaults=defaults, max_sessions=max_sessions, idle_seconds=idle_seconds, token=token
     )
+    harnesses = [Path(harness) for harness in harnesses]
     store = store or RunStore()
+    if policy is None:
+        policy = load_record_policy(harnesses[0] if harnesses else None)
     records = RecordStore(store, policy)
     releases = ReleaseChain(store)
     endpoint = HarnessEndpoint(
@@ -82,7 +85,13 @@ def create_service_app(
 
     @app.exception_handler(RequestError)
     async def refused(_: Request, error: RequestError) -> JSONResponse:
-        return JSONResponse(error_body(str(error), error.code), status_code=error.status)
+        return JSONResponse(
+            error_body(str(error), error.code, error.status), status_code=error.status, headers=error.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def failed(_: Request, error: Exception) -> JSONResponse:  # a bug: still an OpenAI-shaped answer
+        return JSONResponse(error_body(f"{type(error).__name__}: {error}", "internal_error", 500), status_code=500)
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:

@@ -33,6 +33,34 @@ from ._records import NewRecord, Record, RecordError, RecordStore
 from ._releases import Release, ReleaseChain
 from ._wire import ChatRequest, RequestError, completion
 
+KEPT_RELEASES = 4  # loaded release versions kept in memory; a rollback to an older one reloads it
+RECORD_HEADER = "x-atoll-record-id"
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What a served call's record is made of, besides its outcome."""
+
+    request: ChatRequest
+    name: str
+    agent: str
+    harness: Harness
+    release: Release | None
+    session: str | None
+    began: float
+
+
+def _failure(error: Exception) -> dict[str, Any]:
+    """Status and code of a call that failed after it was accepted: the client's request (400) or the
+    model or Atoll (5xx)."""
+    if isinstance(error, ModelRequestError):
+        return {"status": 400, "code": "model_request_error"}
+    if isinstance(error, ModelError):
+        return {"status": 502, "code": "model_error"}
+    if isinstance(error, UnusableAnswer):
+        return {"status": 502, "code": "unusable_answer"}
+    return {"status": 400, "code": "prompt_render_failed"}  # a template failing on the client's context
+
 
 @dataclass(frozen=True)
 class Served:
@@ -79,9 +107,10 @@ class HarnessEndpoint:
         self._models: dict[str, Model] = {}
 
     def served_models(self) -> list[str]:
-        """What `model` may name: each harness, then each of its agents."""
+        """What `model` may name: each harness, then each agent of the version served now."""
         names = []
-        for name, harness in self.working.items():
+        for name in self.working:
+            harness, _ = self.current(name)
             names += [name, *(f"{name}/{agent}" for agent in harness.agents)]
         return names
 
@@ -105,17 +134,23 @@ class HarnessEndpoint:
                     code="bad_release",
                 ) from None
             self._loaded[head.content_hash] = harness
+            while len(self._loaded) > KEPT_RELEASES:  # the oldest loaded goes first
+                del self._loaded[next(iter(self._loaded))]
         return harness, head
 
-    def _target(self, served_name: str) -> tuple[str, str | None]:
+    def _target(self, served_name: str) -> tuple[str, Harness, Release | None, str]:
+        """The harness, the version served now and the agent a `model` names (its agents are the
+        served version's: a release may add or drop one)."""
         name, _, agent = served_name.partition("/")
-        if name not in self.working or (agent and agent not in self.working[name].agents):
-            raise RequestError(
-                f"model {served_name!r} is not served here; served: {', '.join(self.served_models())}",
-                status=404,
-                code="model_not_found",
-            )
-        return name, agent or None
+        if name in self.working:
+            harness, release = self.current(name)
+            if not agent or agent in harness.agents:
+                return name, harness, release, agent or harness.entry
+        raise RequestError(
+            f"model {served_name!r} is not served here; served: {', '.join(self.served_models())}",
+            status=404,
+            code="model_not_found",
+        )
 
     def _model_for(self, harness: Harness, agent: str) -> Model:
         if self.model is not None and not isinstance(self.model, str):
@@ -127,7 +162,6 @@ class HarnessEndpoint:
 
     async def complete(self, request: ChatRequest, *, session: str | None = None) -> Served:
         """Answer `request` from the served head and record the call (failed calls too)."""
-        name, agent = self._target(request.model)
         if self.in_flight >= self.max_in_flight:
             raise RequestError(
                 f"{self.in_flight} requests are being answered, the most this server takes at once; retry",
@@ -136,9 +170,10 @@ class HarnessEndpoint:
             )
         context = request.context()
         began = time.perf_counter()
-        harness, release = self.current(name)  # held to the end, whatever is released meanwhile
-        agent = agent or harness.entry
+        # The version is held to the end of the request, whatever is released meanwhile.
+        name, harness, release, agent = self._target(request.model)
         model = self._model_for(harness, agent)
+        call = _Call(request, name, agent, harness, release, session, began)
         self.in_flight += 1
         try:
             answer = await next_message(
@@ -152,32 +187,23 @@ class HarnessEndpoint:
             )
         except ConversationError as error:
             raise RequestError(str(error)) from None
-        except (UnusableAnswer, ModelError) as error:
-            await self._record(
-                request, name, agent, harness, release, model.name, session, began, error=error
-            )
-            status, code = (
-                (400, "model_request_error") if isinstance(error, ModelRequestError) else (502, "model_error")
-            )
-            raise RequestError(str(error), status=status, code=code) from None
+        except (HarnessError, ModelError) as error:
+            record = await self._record(call, model.name, error=error)
+            raise RequestError(
+                str(error),
+                **_failure(error),
+                headers={RECORD_HEADER: record.id, "x-atoll-session": record.session},
+            ) from None
         finally:
             self.in_flight -= 1
         body = completion(f"chatcmpl-{secrets.token_hex(12)}", request.model, answer, harness.hash[:16])
-        record = await self._record(
-            request, name, agent, harness, release, answer.model, session, began, answer=answer, body=body
-        )
+        record = await self._record(call, answer.model, answer=answer, body=body)
         return Served(body=body, record=record, release=release)
 
     async def _record(
         self,
-        request: ChatRequest,
-        name: str,
-        agent: str,
-        harness: Harness,
-        release: Release | None,
+        call: _Call,
         model: str,
-        session: str | None,
-        began: float,
         *,
         answer: StepAnswer | None = None,
         body: dict[str, Any] | None = None,
@@ -185,20 +211,20 @@ class HarnessEndpoint:
     ) -> Record:
         usage = answer.usage if answer else None
         record = NewRecord(
-            harness=name,
-            agent=agent,
-            release=release.number if release else None,
-            release_hash=harness.hash,
+            harness=call.name,
+            agent=call.agent,
+            release=call.release.number if call.release else None,
+            release_hash=call.harness.hash,
             model=model,
-            request=request.model_dump(exclude_none=True),
+            request=call.request.model_dump(exclude_none=True),
             response=body,
             prompt_hash=answer.prompt_hash if answer else "",
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             cost_usd=usage.cost_usd if usage else 0.0,
-            latency_ms=(time.perf_counter() - began) * 1000,
+            latency_ms=(time.perf_counter() - call.began) * 1000,
             error=str(error) if error else None,
-            session=session,
+            session=call.session,
         )
         try:
             return await asyncio.to_thread(self.records.add, record)

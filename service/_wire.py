@@ -84,11 +84,19 @@ class ChatRequest(BaseModel):
 
 
 class RequestError(ValueError):
-    """A request the endpoint cannot serve; `status` and `code` go into the OpenAI-style error body."""
+    """A request the endpoint cannot serve; `status` and `code` go into the OpenAI-style error body, and
+    `headers` name the record when the failed call was recorded."""
 
-    def __init__(self, message: str, *, status: int = 400, code: str = "invalid_request") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        code: str = "invalid_request",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
-        self.status, self.code = status, code
+        self.status, self.code, self.headers = status, code, headers or {}
 
 
 def parse_request(body: bytes) -> ChatRequest:
@@ -101,7 +109,12 @@ def parse_request(body: bytes) -> ChatRequest:
         raise RequestError(f"{where}: {first['msg']}") from None
 
 
-def error_body(message: str, code: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
+
+
+def error_body(message: str, code: str, status: int = 400) -> dict[str, Any]:
+    """The OpenAI error shape; its `type` follows the status as OpenAI's does (5xx: `server_error`)."""
+    kind = "server_error" if status >= 500 else ERROR_TYPES.get(status, "invalid_request_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 

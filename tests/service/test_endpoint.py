@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from evals import RunStore
-from harnesses.models import ModelRequest, ScriptedModel
+from harnesses.models import ModelRequest, ModelUnavailable, ScriptedModel
 from service import ReleaseChain, create_service_app
 
 PROMPT = "prompts/front.md.j2"
@@ -280,3 +280,79 @@ def test_switching_the_head_under_concurrent_load_fails_no_request(service, stor
         .headers["x-atoll-release"]
         == "2"
     )
+
+
+def test_the_projects_records_policy_redacts_what_the_server_writes(
+    tmp_path: Path, harness: Path, serve
+) -> None:
+    (tmp_path / "atoll.toml").write_text('[records]\nredact = ["email"]\n')
+    app = create_service_app(
+        [harness], worlds=[], store=RunStore(tmp_path / "runs.sqlite"), model=ScriptedModel(fn=desk)
+    )
+    with serve(app) as url:
+        raw = client(url).chat.completions.with_raw_response.create(
+            model="desk", messages=[{"role": "user", "content": "I am ada@example.com"}]
+        )
+        record = httpx.get(f"{url}/v1/records/{raw.headers['x-atoll-record-id']}").json()
+    assert record["request"]["messages"][0]["content"] == "I am [email]"
+
+
+def test_the_agents_served_are_the_releases_own(service, store_path: Path) -> None:
+    url, model = service
+    with RunStore(store_path) as store:
+        files = {
+            **FILES,
+            "harness.yaml": FILES["harness.yaml"].replace("  refunds:\n", "  billing:\n"),
+            "prompts/billing.md.j2": "You do billing.\n",
+        }
+        files["harness.yaml"] = files["harness.yaml"].replace("delegates: [refunds]", "delegates: [billing]")
+        files["harness.yaml"] = files["harness.yaml"].replace(
+            "prompts/refunds.md.j2", "prompts/billing.md.j2"
+        )
+        files["tools.yaml"] = "front: [get_order]\nbilling: [get_order]\n"
+        ReleaseChain(store).publish("desk", files, commit=None, evidence={}, expected_head=None)
+    openai_client = client(url)
+    assert [m.id for m in openai_client.models.list()] == ["desk", "desk/front", "desk/billing"]
+    openai_client.chat.completions.create(model="desk/billing", messages=[{"role": "user", "content": "Hi"}])
+    assert model.requests[-1].messages[0]["content"].startswith("You do billing.")
+    with pytest.raises(openai.NotFoundError):
+        openai_client.chat.completions.create(
+            model="desk/refunds", messages=[{"role": "user", "content": "Hi"}]
+        )
+
+
+def test_a_failed_call_is_recorded_and_its_error_names_the_record(
+    harness: Path, store_path: Path, serve
+) -> None:
+    (harness / PROMPT).write_text("You serve {{ task.customer.name }}.\n")
+
+    app = create_service_app([harness], worlds=[], store=RunStore(store_path), model=ScriptedModel(fn=desk))
+    with serve(app) as url:
+        unrendered = httpx.post(
+            f"{url}/v1/chat/completions",
+            json={"model": "desk", "messages": [{"role": "user", "content": "Hi"}]},
+        )
+        assert unrendered.status_code == 400 and unrendered.json()["error"]["code"] == "prompt_render_failed"
+        record = httpx.get(f"{url}/v1/records/{unrendered.headers['x-atoll-record-id']}").json()
+        assert "customer" in record["error"]
+        rendered = httpx.post(
+            f"{url}/v1/chat/completions",
+            json={
+                "model": "desk",
+                "messages": [{"role": "user", "content": "Hi"}],
+                "metadata": {"atoll_context": '{"customer": {"name": "Ada"}}'},
+            },
+        )
+        assert rendered.status_code == 200, rendered.text
+
+
+def test_a_model_outage_is_a_502_server_error_naming_its_record(
+    harness: Path, store_path: Path, serve
+) -> None:
+    down = ScriptedModel(fn=lambda _: ModelUnavailable("provider down"))
+    app = create_service_app([harness], worlds=[], store=RunStore(store_path), model=down)
+    with serve(app) as url, pytest.raises(openai.InternalServerError) as raised:
+        client(url).chat.completions.create(model="desk", messages=[{"role": "user", "content": "Hi"}])
+    assert raised.value.status_code == 502
+    assert raised.value.body["type"] == "server_error" and "provider down" in raised.value.body["message"]
+    assert raised.value.response.headers["x-atoll-record-id"].startswith("rec_")
