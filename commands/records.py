@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 from rich.markup import escape
@@ -16,7 +19,7 @@ from ._shared import err, fail, harness_or_default, out, print_json
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from service import Feedback, RecordStore
+    from service import Feedback, Record, RecordStore
 
 records_app = typer.Typer(
     help="List, show and export served calls with their feedback; draft tasks from them.",
@@ -34,6 +37,7 @@ FeedbackOption = Annotated[
 SinceOption = Annotated[
     str | None, typer.Option(help="Only records since: a span (30m, 12h, 7d, 2w) or a UTC date or time.")
 ]
+EXPORT_PAGE = 200  # records read at a time by `export`: its memory is a page's, whatever it exports
 
 
 def _records() -> RecordStore:
@@ -189,18 +193,62 @@ def records_export(
 
     Example: `optimize records export --feedback --since 7d --out feedback.jsonl`
     """
-    found = _records().list(
-        harness=harness, session=session, with_feedback=feedback, since=_since(since), limit=limit
+    pages = _whole_records(
+        _records(), harness=harness, session=session, with_feedback=feedback, since=_since(since), limit=limit
     )
-    lines = "".join(record.model_dump_json() + "\n" for record in found)
     if out_file == "-":
-        sys.stdout.write(lines)
+        _write_lines(pages, sys.stdout)
         return
     try:
-        Path(out_file).write_text(lines, encoding="utf-8")
+        count = _replace_with(Path(out_file), pages)
     except OSError as error:
-        fail(f"{out_file}: cannot write: {error.strerror}")
-    err.print(f"exported {len(found)} records to {escape(out_file)}", highlight=False)
+        fail(f"{out_file}: cannot write: {error.strerror or error}")
+    err.print(f"exported {count} records to {escape(out_file)}", highlight=False)
+
+
+def _whole_records(records: RecordStore, *, limit: int | None, **filters: Any) -> Iterator[Record]:
+    """The records `list` gives for `filters`, bodies included, read EXPORT_PAGE at a time."""
+    after = None
+    left = limit
+    while left is None or left > 0:
+        size = EXPORT_PAGE if left is None else min(EXPORT_PAGE, left)
+        page = records.list(**filters, limit=size, after=after, full=True)
+        yield from page
+        if len(page) < size:
+            return
+        after = page[-1].id
+        left = None if left is None else left - len(page)
+
+
+def _write_lines(records: Iterator[Record], file: TextIO) -> int:
+    count = 0
+    for record in records:
+        file.write(record.model_dump_json() + "\n")
+        count += 1
+    return count
+
+
+def _replace_with(path: Path, records: Iterator[Record]) -> int:
+    """Write the records to `path` whole or not at all: into a temporary file beside it, fsynced, then
+    renamed over it, so a failed export leaves what was there; the temporary file never stays. The file
+    keeps the mode it had (a new one: what the umask allows, as any file written)."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            if path.exists():
+                mode = path.stat().st_mode & 0o777
+            else:
+                mode = 0o666 & ~(umask := os.umask(0))
+                os.umask(umask)
+            os.chmod(temporary, mode)
+            count = _write_lines(records, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return count
 
 
 @records_app.command("to-tasks")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -283,12 +282,14 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
     @router.post("/api/releases/{harness}/rollback", status_code=201, response_model=None)
     async def rollback(harness: str, request: Request) -> dict[str, Any] | JSONResponse:
         """Serve an older release's files again, as a new release, if the head is still the one shown."""
-        try:
-            asked = RollbackIn.model_validate(json.loads(await request.body()))
+        try:  # pydantic's own JSON parser: deep nesting is an invalid body, not a RecursionError
+            asked = RollbackIn.model_validate_json(await request.body())
         except ValidationError as error:
             return _invalid(error, "body")
-        except ValueError as error:  # not JSON, or not UTF-8
-            return _error(400, f"body: not JSON ({error})", "invalid_request")
+        if await asyncio.to_thread(releases.head, harness) is None:
+            return _error(
+                404, f"{harness} has no releases; `optimize release` publishes one", "harness_not_found"
+            )
         try:
             made = await asyncio.to_thread(
                 releases.rollback, harness, asked.to, expected_head=asked.expected_head, note=asked.note

@@ -3,12 +3,13 @@
 
 Errors come in the OpenAI error shape the rest of the endpoint uses, so a client's error handling
 covers these routes too. SQLite calls block, so they run in a worker thread, never on the event loop.
+The listing returns summaries (no request or response bodies) a page at a time, `after` the last id of the
+previous page; the detail route returns the whole record.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -30,6 +31,7 @@ class RecordQuery(BaseModel):
     session: str | None = None
     with_feedback: bool | None = None
     limit: int = Field(50, ge=1, le=MAX_LIST)
+    after: str | None = Field(None, description="The last record id of the previous page.")
 
 
 def _invalid(error: ValidationError | ValueError, where: str) -> JSONResponse:
@@ -54,12 +56,10 @@ def records_router(records: RecordStore) -> APIRouter:
     @router.post("/feedback", response_model=None)
     async def post_feedback(request: Request) -> dict[str, Any] | JSONResponse:
         """Merge feedback into the rows of the records it names; returns the merged rows."""
-        try:
-            feedback = FeedbackIn.model_validate(json.loads(await request.body()))
-        except ValidationError as error:
+        try:  # pydantic's own parser: a body nested past its depth limit is invalid JSON, not a RecursionError
+            feedback = FeedbackIn.model_validate_json(await request.body())
+        except ValidationError as error:  # not JSON, not UTF-8, too deep, or not a feedback post
             return _invalid(error, "body")
-        except ValueError as error:  # not JSON, or not UTF-8
-            return _invalid(ValueError(f"not JSON ({error})"), "body")
         try:
             merged = await asyncio.to_thread(records.add_feedback, feedback)
         except UnknownRecord as error:
@@ -68,17 +68,28 @@ def records_router(records: RecordStore) -> APIRouter:
 
     @router.get("/v1/records", response_model=None)
     def list_records(request: Request) -> dict[str, Any] | JSONResponse:
-        """Records, newest first (a session's: oldest first), each with its feedback."""
+        """Record summaries, newest first (a session's: oldest first), each with its feedback; a page of
+        `limit`, `has_more` saying whether another follows (ask for it with `after=<last_id>`)."""
         try:
             query = RecordQuery.model_validate(dict(request.query_params))
         except ValidationError as error:
             return _invalid(error, "query")
-        found = records.list(**query.model_dump())
-        return {"object": "list", "data": [record.model_dump(mode="json") for record in found]}
+        try:  # one more than asked: whether there is a next page
+            found = records.list(**{**query.model_dump(), "limit": query.limit + 1})
+        except UnknownRecord as error:
+            return _unknown(error)
+        page = found[: query.limit]
+        return {
+            "object": "list",
+            "data": [record.model_dump(mode="json") for record in page],
+            "first_id": page[0].id if page else None,
+            "last_id": page[-1].id if page else None,
+            "has_more": len(found) > query.limit,
+        }
 
     @router.get("/v1/records/{record_id}", response_model=None)
     def get_record(record_id: str) -> dict[str, Any] | JSONResponse:
-        """One record with its feedback."""
+        """One whole record (request and response bodies) with its feedback."""
         try:
             return records.get(record_id).model_dump(mode="json")
         except UnknownRecord as error:

@@ -32,10 +32,11 @@ import logging
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from evals import BatchProgress, RunStore, live_status, new_run_id, now_text, process_owner, suite_for
 from harnesses import load_harness
@@ -53,7 +54,14 @@ from optimizer import (
 from optimizer import _git as git
 from worlds import AtollError
 
-from ._publish import ReleaseRefused, _candidate, _evidence, _gate, _tag, release_harness
+from ._publish import (
+    ReleaseRefused,
+    gate_candidate,
+    gate_evidence,
+    read_candidate,
+    release_harness,
+    tag_release,
+)
 from ._records import FEEDBACK_TABLE, RECORDS_TABLE, RecordStore
 from ._releases import ReleaseChain, ReleaseError, StaleRelease
 from ._tasks import draft_tasks
@@ -65,6 +73,10 @@ EVENT_LOG = 2000  # events kept per job for late subscribers; older ones are dro
 KEPT_LOGS = 50  # finished jobs whose event log stays in memory
 CANCEL_WAIT_S = 30.0
 MAX_SKIPS = 50  # records a job lists as not drafted, with why
+HTTP_MAX_MINUTES = 240.0  # the bounds of a job started over HTTP (`JobRequestOptions`)
+HTTP_MAX_PROPOSALS = 100
+HTTP_MAX_SEEDS = 20
+HTTP_MAX_CONCURRENCY = 64
 
 JobKind = Literal["optimize", "gate", "evolve"]
 JobStatus = Literal["running", "held", "finished", "failed", "cancelled", "interrupted"]
@@ -101,9 +113,8 @@ class JobConflict(JobError):
     code = "job_conflict"
 
 
-class JobOptions(BaseModel):
-    """How a job runs: what the optimizer improves, within which budget, and what happens to a version that
-    passes the gate. The same fields are a recipe's settings and the `options` of `POST /jobs`."""
+class _JobSettings(BaseModel):
+    """The options a recipe file and a `POST /jobs` request share (`JobOptions`, `JobRequestOptions`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -129,10 +140,6 @@ class JobOptions(BaseModel):
         description="Train tasks the proposers learn from; None: all, so every draft is among them.",
     )
     seed: int = 0
-    suite: Path | None = Field(
-        None,
-        description="The eval suite; default the harness's (`evals.suite_for`). Relative to the recipe file.",
-    )
     release: ReleasePolicy = Field(
         "auto", description="auto: publish what passes the gate; hold: keep it pending until approved."
     )
@@ -146,6 +153,17 @@ class JobOptions(BaseModel):
         if unknown:
             raise ValueError(f"unknown operator(s) {', '.join(unknown)}; operators: {', '.join(known)}")
         return names
+
+
+class JobOptions(_JobSettings):
+    """How a job runs: what the optimizer improves, within which budget, on which suite, and what happens to a
+    version that passes the gate. A recipe's settings (the operator's own file); a `POST /jobs` request sets
+    fewer of them, within bounds (`JobRequestOptions`)."""
+
+    suite: Path | None = Field(
+        None,
+        description="The eval suite; default the harness's (`evals.suite_for`). Relative to the recipe file.",
+    )
 
     @field_validator("suite")
     @classmethod
@@ -180,6 +198,50 @@ class JobOptions(BaseModel):
         )
 
 
+class JobRequestOptions(_JobSettings):
+    """The `options` of `POST /jobs`: a job's options as anyone who can reach the server may set them.
+
+    A request runs code and spends model calls on the server's keys, so it gets less than a recipe file:
+    no `suite` (its graders are imported and drafts committed there: the job uses the recipe's suite, else
+    the served harness's), a time budget it must give and that is capped, capped proposals, seeds and
+    concurrency, and no proposer model but the recipe's (`job_options` checks that).
+    """
+
+    max_proposals: int = Field(4, ge=0, le=HTTP_MAX_PROPOSALS)
+    max_minutes: float = Field(
+        gt=0, le=HTTP_MAX_MINUTES, description=f"Required; at most {HTTP_MAX_MINUTES:g}."
+    )
+    k: int = Field(1, ge=1, le=HTTP_MAX_SEEDS, description="Seeds per val task in the optimizer's gate set.")
+    gate_k: int | None = Field(
+        None, ge=1, le=HTTP_MAX_SEEDS, description="Seeds per task in the release gate; default each task's."
+    )
+    concurrency: int = Field(4, ge=1, le=HTTP_MAX_CONCURRENCY)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_suite(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "suite" in data:
+            raise ValueError(
+                "suite: a job started over HTTP uses the recipe's suite, else the served harness's own; "
+                "name another in the recipe file"
+            )
+        return data
+
+    def job_options(self, planned: JobOptions | None) -> JobOptions:
+        """These options as a job's, beside `planned` (the recipe's options, if the harness has a recipe): its
+        suite, and its proposer model as the only one a request may name (JobError otherwise)."""
+        allowed = planned.proposer_model if planned is not None else None
+        if self.proposer_model is not None and self.proposer_model != allowed:
+            raise JobError(
+                "options.proposer_model: a job started over HTTP may use only the recipe's proposer model ("
+                + (repr(allowed) if allowed else "none here")
+                + "), not another one on the server's keys; name it in the recipe file"
+            )
+        return JobOptions.model_validate(
+            {**self.model_dump(), "suite": planned.suite if planned is not None else None}
+        )
+
+
 class JobPlan(BaseModel):
     """What a job does: its kind and options. A recipe's `plan` returns one."""
 
@@ -191,13 +253,13 @@ class JobPlan(BaseModel):
 
 class JobRequest(BaseModel):
     """The body of `POST /jobs`: without `kind`, the recipe's plan; without `options`, the recipe's (else the
-    defaults)."""
+    defaults); `options` are bounded (`JobRequestOptions`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     harness: str = Field(description="The served harness's harness.yaml name.")
     kind: JobKind | None = None
-    options: JobOptions | None = None
+    options: JobRequestOptions | None = None
 
 
 class Job(BaseModel):
@@ -282,6 +344,12 @@ class _Log:
             self.events.append({"id": self._seq, "event": event, "data": data})
         self.loop.call_soon_threadsafe(self._wake)
 
+    @property
+    def last(self) -> int:
+        """The id of the newest event so far."""
+        with self._lock:
+            return self._seq
+
     def close(self) -> None:
         self.done = True
         self.loop.call_soon_threadsafe(self._wake)
@@ -302,6 +370,15 @@ class _Log:
                 return
             if not new:
                 await changed.wait()
+
+
+_TASKS: dict[str, asyncio.Task[None]] = {}  # job id -> the task running it, for every `Jobs` of this process
+
+
+def _runs_here(job_id: str) -> bool:
+    """Whether a task of this process is running the job now."""
+    task = _TASKS.get(job_id)
+    return task is not None and not task.done() and not task.get_loop().is_closed()
 
 
 class Jobs:
@@ -350,9 +427,19 @@ class Jobs:
         return self._rows(f"{where} ORDER BY created_at DESC, rowid DESC{suffix}", values)
 
     def running(self, harness: str) -> Job | None:
-        """The job running for `harness` now (here, or in another process that is alive or cannot be told)."""
+        """The job running for `harness` now (here, or in another process that is alive or cannot be told).
+        Not a row left `running` by this process with no task running it (one whose end could not be saved)."""
         rows = self._rows("harness = ? AND status = 'running' ORDER BY created_at DESC", [harness])
-        return next((job for job in rows if job.status == "running"), None)  # not those read as interrupted
+        here = process_owner()
+        return next(
+            (
+                job
+                for job in rows
+                if job.status == "running"  # not those read as interrupted
+                and (job.owner != here or _runs_here(job.id))
+            ),
+            None,
+        )
 
     def last(self, harness: str, kind: JobKind | None = None) -> Job | None:
         """The newest job of `harness` (of `kind`, when given)."""
@@ -426,7 +513,15 @@ class Jobs:
             live.cancelling = True
             live.task.cancel()
             await asyncio.wait({live.task}, timeout=CANCEL_WAIT_S)
-            return self.get(job_id)
+            job = self.get(job_id)
+            if job.status != "running" or not live.task.done():
+                return job
+            # a task cancelled before its first step never ran `_run`, which writes the status: end it here
+        if job.status == "running" and job.owner == process_owner() and not _runs_here(job_id):
+            ended = self._end(job, "cancelled", outcome=f"cancelled at {job.stage}")
+            if live is not None:
+                live.close()
+            return ended
         if job.status in ("held", "interrupted"):
             what = "the held release is dropped" if job.status == "held" else "it will not be resumed"
             return self._end(job, "cancelled", outcome=f"cancelled: {what}")
@@ -438,10 +533,19 @@ class Jobs:
 
     async def close(self) -> None:
         """Stop the jobs running here (a stopping service): each is left `interrupted`, to resume at the next start."""
-        tasks = [kept.task for kept in self._logs.values() if kept.task is not None and not kept.task.done()]
-        for task in tasks:
+        stopping = {
+            job_id: (kept, kept.task)
+            for job_id, kept in self._logs.items()
+            if kept.task is not None and not kept.task.done()
+        }
+        for _, task in stopping.values():
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(task for _, task in stopping.values()), return_exceptions=True)
+        for job_id, (kept, _) in stopping.items():  # a task cancelled before its first step wrote nothing
+            job = self.get(job_id)
+            if job.status == "running" and job.owner == process_owner():
+                self._settle(job, "interrupted", outcome=f"interrupted at {job.stage}: the service stopped")
+                kept.close()
 
     def _path(self, harness: str) -> Path:
         if harness not in self.harnesses:
@@ -455,9 +559,19 @@ class Jobs:
         for stale in [key for key, kept in self._logs.items() if kept.done][:-KEPT_LOGS]:
             del self._logs[stale]  # the oldest finished logs beyond KEPT_LOGS
         history.add("job", job.model_dump(mode="json"))
-        history.task = asyncio.get_running_loop().create_task(self._run(job, history, resuming=resuming))
+        task = asyncio.get_running_loop().create_task(self._run(job, history, resuming=resuming))
+        history.task = _TASKS[job.id] = task
+        task.add_done_callback(lambda done: _TASKS.pop(job.id) if _TASKS.get(job.id) is done else None)
 
     # -- events ---------------------------------------------------------------------------------------
+
+    def events_ended(self, job_id: str, after: int) -> bool:
+        """Whether `events(job_id, after=after)` has nothing to send, now or later: the job's stream has ended
+        and a subscriber that saw event `after` saw it all."""
+        live = self._logs.get(job_id)
+        if live is None:
+            return after >= 1
+        return live.done and live.last <= after
 
     async def events(self, job_id: str, *, after: int = 0) -> AsyncIterator[dict[str, Any]]:
         """The job's events after id `after`: the kept history, then live ones until it ends. A job that ran in
@@ -484,18 +598,19 @@ class Jobs:
                 await self._optimize(job, path, live)
             if job.stage == "release":
                 await self._release(job, path, live)
-            self._end(job, "held" if "pending" in job.result else "finished")
         except asyncio.CancelledError:
             if live.cancelling:
-                self._end(job, "cancelled", outcome=f"cancelled at {job.stage}")
+                self._settle(job, "cancelled", outcome=f"cancelled at {job.stage}")
             else:
-                self._end(job, "interrupted", outcome=f"interrupted at {job.stage}: the service stopped")
+                self._settle(job, "interrupted", outcome=f"interrupted at {job.stage}: the service stopped")
             raise
         except Exception as error:  # a job's failure is its own: recorded, and the service goes on
             message = str(error) if isinstance(error, AtollError) else f"{type(error).__name__}: {error}"
             if not isinstance(error, AtollError):
                 log.exception("job %s failed", job.id)
-            self._end(job, "failed", outcome=f"failed at {job.stage}", error=message)
+            self._settle(job, "failed", outcome=f"failed at {job.stage}", error=message)
+        else:
+            self._settle(job, "held" if "pending" in job.result else "finished")
         finally:
             live.close()
 
@@ -586,7 +701,7 @@ class Jobs:
 
     async def _hold(self, job: Job, path: Path, on_progress: GateProgress) -> None:
         """Gate the folder's committed files against the head and keep them as the job's pending release."""
-        candidate = _candidate(path, None)
+        candidate = read_candidate(path, None)
         head = self.releases.head(candidate.name)
         if head is not None and head.content_hash == candidate.hash:
             raise ReleaseError(
@@ -606,7 +721,7 @@ class Jobs:
                 concurrency=job.options.concurrency,
                 suite=suite.resolve() if suite else None,
             )
-            report = await _gate(
+            report = await gate_candidate(
                 candidate, head, self.releases, settings, self.model, self.store, on_progress
             )
             if report.verdict != "pass":
@@ -615,7 +730,7 @@ class Jobs:
                     f"({'; '.join(report.reasons) or report.gate.summary()})",
                     report,
                 )
-            evidence = _evidence(report, head)
+            evidence = gate_evidence(report, head)
         self.store.save_harness(candidate.hash, candidate.name, candidate.files)
         job.result["pending"] = {
             "commit": candidate.commit,
@@ -653,7 +768,7 @@ class Jobs:
         outcome = f"release {release.number} published on approval"
         try:
             if release.commit is not None:
-                _tag(Path(job.path), release)
+                tag_release(Path(job.path), release)
         except ReleaseError as error:  # published all the same; the message says how to tag by hand
             outcome += f" ({error})"
         return self._end(job, "finished", outcome=outcome)
@@ -673,6 +788,37 @@ class Jobs:
         job.finished_at = now_text() if status != "interrupted" else None
         self._save(job)
         return job
+
+    def _settle(
+        self, job: Job, status: JobStatus, *, outcome: str | None = None, error: str | None = None
+    ) -> None:
+        """End a job whose task is ending, so that its row never stays `running`: when saving it whole fails,
+        its status is written alone (`failed`, saying why, for a job whose result is lost with the save)."""
+        try:
+            self._end(job, status, outcome=outcome, error=error)
+            return
+        except Exception as failure:
+            log.exception("job %s: saving it as %s failed", job.id, status)
+            reason = f"{type(failure).__name__}: {failure}"
+        if status in ("finished", "held"):  # what it did (a release, a pending one) is not in the row
+            status, outcome, error = "failed", f"{status}, but its result could not be saved", reason
+        job.status, job.error = status, error
+        job.outcome = outcome if outcome is not None else job.outcome
+        job.finished_at = now_text() if status != "interrupted" else None
+        job.updated_at = now_text()
+        try:
+            with self.store.transaction() as db:
+                db.execute(
+                    f"UPDATE {TABLE} SET status = ?, outcome = ?, error = ?, finished_at = ?, updated_at = ? "
+                    "WHERE id = ?",
+                    [job.status, job.outcome, job.error, job.finished_at, job.updated_at, job.id],
+                )
+        except Exception:  # the store itself fails: `running()` here ignores the row, as its task is gone
+            log.exception("job %s: its status could not be saved either", job.id)
+        live = self._logs.get(job.id)
+        if live is not None:
+            with suppress(Exception):
+                live.add("job", job.model_dump(mode="json"))
 
     def _save(self, job: Job) -> None:
         job.updated_at = now_text()

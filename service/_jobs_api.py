@@ -3,7 +3,9 @@
 Errors come in the OpenAI error shape the rest of the service uses. Events are server-sent events: each
 has an `id` (send it back as `Last-Event-ID` to skip what was seen), an `event` (the optimizer's kinds:
 start, evaluate, progress, proposal, screen, decision, commit, paused, finish; `gate` for the gate's
-progress; `job` for the job's own state) and a JSON `data`.
+progress; `job` for the job's own state) and a JSON `data`. The stream ends when the job does (at once for a
+job this process does not run: its stored state is the one event); a client that reconnects after that,
+as a browser's EventSource does, is answered 204, which tells an EventSource to stop.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._jobs import JobError, JobOptions, JobPlan, JobRequest, Jobs
@@ -53,17 +55,24 @@ def _invalid(error: ValidationError | ValueError, where: str) -> JSONResponse:
 
 
 def _plan(body: JobRequest, recipes: RecipeLoop | None) -> JobPlan:
-    """The job a request asks for: its kind and options, else the recipe's."""
+    """The job a request asks for: its kind and options, else the recipe's. A request's options keep the
+    recipe's suite and may name no proposer model but the recipe's (`JobRequestOptions.job_options`)."""
     planned = (
         recipes.plan(body.harness) if recipes is not None and body.harness in recipes.harnesses else None
     )
+    recipe_options = planned.options if planned is not None else None
     if body.kind is None:
         if planned is None:
             raise JobError(
                 "give the job's kind (optimize, gate or evolve): no recipe plans jobs for this harness"
             )
-        return planned if body.options is None else planned.model_copy(update={"options": body.options})
-    options = body.options or (planned.options if planned is not None else JobOptions())
+        if body.options is None:
+            return planned
+        return planned.model_copy(update={"options": body.options.job_options(recipe_options)})
+    if body.options is not None:
+        options = body.options.job_options(recipe_options)
+    else:
+        options = recipe_options or JobOptions()
     return JobPlan(kind=body.kind, options=options)
 
 
@@ -74,12 +83,10 @@ def jobs_router(jobs: Jobs, recipes: RecipeLoop | None = None) -> APIRouter:
     @router.post("/jobs", status_code=202, response_model=None)
     async def start(request: Request) -> dict[str, Any] | JSONResponse:
         """Start a job; 409 while the harness has one running."""
-        try:
-            body = JobRequest.model_validate(json.loads(await request.body()))
+        try:  # pydantic's own JSON parser: deep nesting is an invalid body, not a RecursionError
+            body = JobRequest.model_validate_json(await request.body())
         except ValidationError as error:
             return _invalid(error, "body")
-        except ValueError as error:  # not JSON, or not UTF-8
-            return _invalid(ValueError(f"not JSON ({error})"), "body")
         try:
             job = await jobs.start(_plan(body, recipes), body.harness)
         except JobError as error:
@@ -105,7 +112,8 @@ def jobs_router(jobs: Jobs, recipes: RecipeLoop | None = None) -> APIRouter:
 
     @router.get("/jobs/{job_id}/events", response_model=None)
     async def events(job_id: str, request: Request) -> StreamingResponse | JSONResponse:
-        """The job's events as server-sent events: those kept so far, then live ones until it ends."""
+        """The job's events as server-sent events: those kept so far, then live ones until it ends; 204 to a
+        client reconnecting (`Last-Event-ID`) once the stream has ended and it has seen every event."""
         try:
             jobs.get(job_id)
             after = int(request.headers.get("last-event-id") or 0)
@@ -113,6 +121,10 @@ def jobs_router(jobs: Jobs, recipes: RecipeLoop | None = None) -> APIRouter:
             return _refused(error)
         except ValueError:
             return _invalid(ValueError("Last-Event-ID is not an event id"), "headers")
+        if after > 0 and jobs.events_ended(job_id, after):
+            # a reconnection after the stream ended (EventSource reconnects to any stream that ends):
+            # 204 tells it to stop, instead of replaying nothing forever
+            return Response(status_code=204, headers={"cache-control": "no-cache"})
 
         async def stream() -> AsyncIterator[str]:
             async for event in jobs.events(job_id, after=after):

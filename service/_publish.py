@@ -4,7 +4,9 @@ The candidate is the harness folder's committed files (a folder with uncommitted
 `optimize run` refuses one: a release must name the commit it serves), or with `ref` the folder's files
 at that commit. The first release of a harness has no head to gate against and says so in its evidence.
 Every later one passes `optimizer.run_gate` against the head or is refused (`ReleaseRefused`, with the
-gate's report); the head cannot have moved in between (`StaleRelease`, see `service._releases`).
+gate's report); the head cannot have moved in between (`StaleRelease`, see `service._releases`), and the
+gate must have graded exactly the candidate's files: a folder edited, checked out or committed to while it
+was gated is refused (`ReleaseError`), as its evidence would be about other files.
 
 How the two sides reach the gate, which compares a folder's working tree with a base git ref:
 
@@ -56,7 +58,7 @@ class ReleaseRefused(ReleaseError):
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class Candidate:
     """What would be released: the files, and where they come from."""
 
     folder: Path
@@ -120,7 +122,7 @@ async def release_harness(
     store = store or RunStore()
     try:
         chain = ReleaseChain(store)
-        candidate = _candidate(harness_path, ref)
+        candidate = read_candidate(harness_path, ref)
         head = chain.head(candidate.name)
         if head is None:
             evidence: dict[str, Any] = {
@@ -133,7 +135,7 @@ async def release_harness(
                     f"release {head.number} of {candidate.name} already serves these files "
                     f"(content hash {head.content_hash[:12]}): nothing to release"
                 )
-            report = await _gate(candidate, head, chain, settings, model, store, on_progress)
+            report = await gate_candidate(candidate, head, chain, settings, model, store, on_progress)
             if report.verdict != "pass":
                 raise ReleaseRefused(
                     f"{candidate.name} was not released: the gate's verdict against release {head.number} is "
@@ -141,7 +143,7 @@ async def release_harness(
                     f"release {head.number} stays the head",
                     report,
                 )
-            evidence = _evidence(report, head)
+            evidence = gate_evidence(report, head)
         release = chain.publish(
             candidate.name,
             candidate.files,
@@ -151,7 +153,7 @@ async def release_harness(
             note=note,
         )
         if candidate.in_git:
-            _tag(harness_path, release)
+            tag_release(harness_path, release)
         return release
     finally:
         if own_store:
@@ -170,7 +172,7 @@ def rollback_harness(
         head = chain.head(harness)
         release = chain.rollback(harness, to, expected_head=head.number if head else None, note=note)
         if folder is not None and release.commit is not None and _knows(folder, release.commit):
-            _tag(folder, release)
+            tag_release(folder, release)
         return release
     finally:
         if own_store:
@@ -188,7 +190,7 @@ def tagged(folder: Path, release: Release) -> str | None:
 # -- the candidate --------------------------------------------------------------------------------
 
 
-def _candidate(path: Path, ref: str | None) -> _Candidate:
+def read_candidate(path: Path, ref: str | None) -> Candidate:
     """The files to release: the clean folder's, or the folder's at `ref`, validated as a harness."""
     try:
         git.repo_root(path)
@@ -209,10 +211,10 @@ def _candidate(path: Path, ref: str | None) -> _Candidate:
         if not files:
             raise ReleaseError(f"{path} does not exist at {ref} ({commit[:10]}): nothing to release there")
         harness = Harness.from_files(files, source=f"{path}@{commit[:10]}")
-        return _Candidate(path, harness.name, harness.files(), commit, in_git, at_ref=True)
+        return Candidate(path, harness.name, harness.files(), commit, in_git, at_ref=True)
     harness = load_harness(path)
     if not in_git:
-        return _Candidate(path, harness.name, harness.files(), None, in_git, at_ref=False)
+        return Candidate(path, harness.name, harness.files(), None, in_git, at_ref=False)
     dirty = git.dirty_files(path)
     if dirty:
         raise ReleaseError(
@@ -225,14 +227,14 @@ def _candidate(path: Path, ref: str | None) -> _Candidate:
             f"{path}: its files differ from commit {commit[:10]} (files git ignores?); "
             "commit them or remove them, so the release is exactly that commit's files"
         )
-    return _Candidate(path, harness.name, harness.files(), commit, in_git, at_ref=False)
+    return Candidate(path, harness.name, harness.files(), commit, in_git, at_ref=False)
 
 
 # -- the gate -------------------------------------------------------------------------------------
 
 
-async def _gate(
-    candidate: _Candidate,
+async def gate_candidate(
+    candidate: Candidate,
     head: Release,
     chain: ReleaseChain,
     settings: GateConfig,
@@ -240,8 +242,11 @@ async def _gate(
     store: RunStore,
     on_progress: GateProgress | None,
 ) -> GateReport:
-    """The gate's report on the candidate against the head (see the module docstring for the routes);
-    `settings` are the gate's options, its harness and base are set here."""
+    """Gate `candidate` against `head`, refusing a report on files other than the candidate's (`check_gated`).
+
+    The routes are in the module docstring; `settings` are the gate's options, its harness and base are set
+    here.
+    """
     with ExitStack() as stack:
         folder = candidate.folder
         if candidate.at_ref and candidate.commit is not None:
@@ -254,7 +259,27 @@ async def _gate(
                 _stored_base(head, chain.files(head), candidate, suite)
             )
             config = settings.model_copy(update={"harness": harness, "base": base, "suite": suite_copy})
-        return await run_gate(config, model=model, store=store, on_progress=on_progress)
+        report = await run_gate(config, model=model, store=store, on_progress=on_progress)
+    check_gated(candidate, report)
+    return report
+
+
+def check_gated(candidate: Candidate, report: GateReport) -> None:
+    """Refuse (ReleaseError) a gate report whose candidate side graded other files than `candidate`'s."""
+    # The candidate's files are read before the gate; the gate reads the folder's working tree (when the
+    # head's commit is in its repository) minutes later. An edit, checkout or commit in between would have
+    # the release publish files on evidence about others.
+    sides = [report.candidate]
+    if report.under_base_suite is not None:
+        sides.append(report.under_base_suite.candidate)
+    gated = next((side.harness_hash for side in sides if side.harness_hash != candidate.hash), None)
+    if gated is not None:
+        raise ReleaseError(
+            f"the harness folder changed while it was gated: {candidate.folder} held content hash "
+            f"{candidate.hash[:12]}"
+            + (f" (commit {candidate.commit[:10]})" if candidate.commit else "")
+            + f" when read, the gate graded {gated[:12]}; nothing was released, run again"
+        )
 
 
 def _base_ref(folder: Path, head: Release) -> str:
@@ -302,7 +327,7 @@ def _worktree(folder: Path, commit: str) -> Iterator[Path]:
 
 @contextmanager
 def _stored_base(
-    head: Release, base_files: dict[str, str], candidate: _Candidate, suite: Path
+    head: Release, base_files: dict[str, str], candidate: Candidate, suite: Path
 ) -> Iterator[tuple[Path, Path, str]]:
     """A scratch repository whose one commit holds the head's files and a copy of `suite`, with the
     candidate's files in its working tree; yields (harness folder, suite folder, the head's tag there)."""
@@ -328,7 +353,7 @@ def _write(folder: Path, files: dict[str, str]) -> None:
         path.write_bytes(text.encode())  # bytes as stored: the content hash is over them
 
 
-def _tag(folder: Path, release: Release) -> None:
+def tag_release(folder: Path, release: Release) -> None:
     """Tag `release`'s commit; the release is already published, so a failure says how to tag by hand."""
     if release.commit is None:
         return
@@ -342,7 +367,7 @@ def _tag(folder: Path, release: Release) -> None:
         ) from None
 
 
-def _evidence(report: GateReport, head: Release) -> dict[str, Any]:
+def gate_evidence(report: GateReport, head: Release) -> dict[str, Any]:
     """The gate's key figures and its run ids (`optimize show RUN` opens them), kept with the release."""
     comparison = report.gate.comparison
     return {

@@ -5,11 +5,17 @@ and drafted into eval tasks (service/_tasks.py). Records live in the runs store,
 `records` (one row per served call) and `record_feedback` (one row per record and feedback source).
 
 Privacy comes first: `RecordStore.add` redacts the request, the response and the error (the built-in
-redactors named in atoll.toml's `[records]`, then the project's own hook) before anything is written, and
-drops records older than the retention while it is at it. Feedback text is redacted by the built-ins too.
+redactors named in atoll.toml's `[records]`, then the project's own hook) and the client's session id (the
+built-ins) before anything is written, and drops records older than the retention while it is at it.
+Feedback text is redacted by the built-ins too.
 
 Calls of one conversation share a session: the client's own id when it gives one, else the session of the
-earlier call whose messages and answer the new request starts with (see `RecordStore.add`).
+earlier call whose messages and answer the new request starts with, when only one session holds that
+conversation (see `RecordStore.add`). Exact grouping needs the client's id (`x-atoll-session`).
+
+Reads (`list`, `get`) go through a connection of their own, in a deferred transaction: with the store in WAL
+mode they never take the write lock, so a read never holds up `add`. `list` returns summaries
+(`RecordSummary`: no request or response bodies) unless asked for `full` records.
 """
 
 from __future__ import annotations
@@ -23,11 +29,11 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
-import sqlite_utils
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from evals import RunStore
@@ -37,6 +43,7 @@ RECORDS_TABLE = "records"
 FEEDBACK_TABLE = "record_feedback"
 PRUNE_EVERY_S = 60.0  # `add` drops expired records at most this often: one indexed DELETE a minute
 MAX_PREFIXES = 64  # the longest conversation prefixes a new request is matched on (one indexed IN query)
+SUMMARY_CHARS = 200  # a summary's opening user message and reply are cut to this many characters
 
 Redactor = Literal["email", "phone", "card"]
 
@@ -81,7 +88,8 @@ class RecordPolicy(BaseModel):
         None,
         pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
         description="`package.module:function`, your own (dict) -> dict, called after the built-ins with the "
-        "request body, then with the response body; imported with the project folder on the path.",
+        'request body, then with the response body, then (for a failed call) with `{"error": text}`, '
+        "whose `error` it returns as a string (or drops); imported with the project folder on the path.",
     )
     retention_days: float | None = Field(
         30, gt=0, description="Records older than this are dropped; None: never."
@@ -281,6 +289,49 @@ def _continuation_hashes(request: dict[str, Any]) -> list[str]:
     return found[::-1][:MAX_PREFIXES]
 
 
+# -- summaries --------------------------------------------------------------------------------------------
+
+
+def _plain(content: Any) -> str:
+    """A message's text: a string as it is, the text parts of a list joined; anything else none."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _clip(text: str) -> str:
+    """`text` on one line, cut to SUMMARY_CHARS (an ellipsis marking the cut)."""
+    head = text[: SUMMARY_CHARS * 8]  # a long body costs no more than its head
+    flat = " ".join(head.split())
+    if len(flat) <= SUMMARY_CHARS and len(head) == len(text):
+        return flat
+    return flat[: SUMMARY_CHARS - 1] + "…"
+
+
+def _opening(request: dict[str, Any]) -> str:
+    """The conversation's first user message with text, clipped; "" when there is none."""
+    for message in _messages(request):
+        if isinstance(message, dict) and message.get("role") == "user":
+            text = _plain(message.get("content"))
+            if text.strip():
+                return _clip(text)
+    return ""
+
+
+def _reply(response: dict[str, Any] | None) -> str | None:
+    """What the answer said, clipped: its text, else its tool calls (`→ name`); None without a response."""
+    if response is None:
+        return None
+    message = _answer(response) or {}
+    text = _plain(message.get("content"))
+    if text.strip():
+        return _clip(text)
+    calls = [call for call in message.get("tool_calls") or [] if isinstance(call, dict)]
+    return _clip(", ".join(f"→ {(call.get('function') or {}).get('name')}" for call in calls))
+
+
 # -- records and feedback ---------------------------------------------------------------------------------
 
 
@@ -323,6 +374,35 @@ class Record(NewRecord):
     id: str
     session: str
     created_at: str
+    feedback: list[Feedback] = Field(default_factory=list)
+
+
+class RecordSummary(BaseModel):
+    """A stored record without its request and response bodies, as `RecordStore.list` returns it by
+    default (and `GET /v1/records`): what a listing shows, at a few hundred bytes a record."""
+
+    id: str
+    created_at: str
+    harness: str
+    agent: str
+    release: int | None
+    release_hash: str
+    model: str
+    session: str
+    prompt_hash: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    error: str | None = None
+    opening: str = Field(
+        "", description=f"The conversation's first user message, cut to {SUMMARY_CHARS} characters."
+    )
+    reply: str | None = Field(
+        None,
+        description=f"The answer's text (else its tool calls, `→ name`), cut to {SUMMARY_CHARS} characters; "
+        "None when the call failed.",
+    )
     feedback: list[Feedback] = Field(default_factory=list)
 
 
@@ -371,7 +451,11 @@ _RECORD_COLUMNS: dict[str, type] = {
     "cost_usd": float,
     "latency_ms": float,
     "error": str,
+    "opening": str,  # the summary's opening user message (`_opening`), kept so a listing never reads bodies
+    "reply": str,  # the summary's reply (`_reply`)
 }
+# What `RecordSummary` holds: every column but the bodies and the thread hash.
+_SUMMARY_COLUMNS = [name for name in _RECORD_COLUMNS if name not in ("thread", "request", "response")]
 _FEEDBACK_COLUMNS: dict[str, type] = {
     "record_id": str,
     "source": str,
@@ -434,35 +518,49 @@ class RecordStore:
         self.policy = policy or RecordPolicy()
         self._hook = self.policy.hook()
         self._pruned_at = float("-inf")
-        store.ensure_table(RECORDS_TABLE, _RECORD_COLUMNS, pk="id")
-        store.ensure_table(
-            FEEDBACK_TABLE,
-            _FEEDBACK_COLUMNS,
-            pk=("record_id", "source"),
-            foreign_keys=[("record_id", RECORDS_TABLE, "id")],
-        )
         with store.transaction() as db:
-            for columns in (["created_at"], ["harness", "created_at"], ["session", "created_at"], ["thread"]):
+            table = db[RECORDS_TABLE]
+            # A store from before summaries were kept: its records get theirs once, here.
+            summarise = table.exists() and "opening" not in table.columns_dict
+            store.ensure_table(RECORDS_TABLE, _RECORD_COLUMNS, pk="id")
+            store.ensure_table(
+                FEEDBACK_TABLE,
+                _FEEDBACK_COLUMNS,
+                pk=("record_id", "source"),
+                foreign_keys=[("record_id", RECORDS_TABLE, "id")],
+            )
+            for columns in (
+                ["created_at"],
+                ["harness", "created_at"],
+                ["session", "created_at"],
+                ["thread", "session"],  # covers the session lookup of `add`
+            ):
                 db[RECORDS_TABLE].create_index(columns, if_not_exists=True)
+            if summarise:
+                _summarise_stored(db.conn)
 
     # -- writing ------------------------------------------------------------------------------------------
 
     def add(self, record: NewRecord) -> Record:
         """Redact, assign an id and a session, and write one call: one indexed lookup and one insert.
 
-        The session is the client's (`record.session`) when given; else the session of the newest record
-        whose messages + answer are the longest prefix (ending in an assistant message) of this request's
-        messages; else a new one. Prefixes are compared on the redacted messages, as they were stored.
-        Raises RecordError, writing nothing, when the redaction hook fails.
+        The session is the client's (`record.session`, through the built-in redactors) when given; else
+        the session of the records whose messages + answer are the longest prefix (ending in an assistant
+        message) of this request's messages, when they all have one session; else a new one. Two users
+        who open with the same words and get the same answer hold the same prefix: when it maps to more
+        than one session, a new session starts rather than guessing whose conversation this continues, so
+        exact grouping needs the client's id (`x-atoll-session`). Prefixes are compared on the redacted
+        messages, as they were stored. Raises RecordError, writing nothing, when the redaction hook fails.
         """
         if time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
             self.prune()
         request, response, error = self._redacted(record)
+        given = None if not record.session else redact_text(record.session, self.policy.redact)
         thread = _thread_hash(request, response)
         record_id = "rec_" + secrets.token_hex(8)
         created_at = _stamp(_now())
         with self.store.transaction() as db:
-            session = record.session or self._session_of(db.conn, request)
+            session = given or self._session_of(db.conn, request)
             values = record.model_dump(exclude={"request", "response", "error", "session"})
             db.conn.execute(
                 _INSERT,
@@ -484,6 +582,8 @@ class RecordStore:
                     values["cost_usd"],
                     values["latency_ms"],
                     error,
+                    _opening(request),
+                    _reply(response),
                 ],
             )
         return Record.model_validate(
@@ -508,6 +608,13 @@ class RecordStore:
         if self._hook is not None:
             request = self._call_hook(json.loads(json.dumps(request)))  # the hook may edit what it is given
             response = None if response is None else self._call_hook(json.loads(json.dumps(response)))
+            if error is not None:  # the hook sees the error text as {"error": text} and returns that shape
+                error = self._call_hook({"error": error}).get("error")
+                if error is not None and not isinstance(error, str):
+                    raise RecordError(
+                        f"records.redact_hook {self.policy.redact_hook!r} returned an error that is a "
+                        f"{type(error).__name__}, not a string; nothing was recorded"
+                    )
         return request, response, error
 
     def _call_hook(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -525,19 +632,24 @@ class RecordStore:
         return result
 
     def _session_of(self, conn: sqlite3.Connection, request: dict[str, Any]) -> str:
+        """The one session that holds the longest stored prefix of this conversation; a new one when no
+        prefix is stored or the longest is held by several sessions (whose, nobody can tell)."""
         prefixes = _continuation_hashes(request)
         if prefixes:
-            rows = conn.execute(
-                f"SELECT thread, session FROM {RECORDS_TABLE} WHERE thread IN ({', '.join('?' * len(prefixes))}) "
-                "ORDER BY rowid DESC",
-                prefixes,
-            ).fetchall()
-            sessions: dict[str, str] = {}
-            for thread, session in rows:
-                sessions.setdefault(thread, session)  # the newest record of each prefix
-            for prefix in prefixes:  # longest first
-                if prefix in sessions:
-                    return sessions[prefix]
+            found = {
+                thread: (count, session)
+                for thread, count, session in conn.execute(
+                    f"SELECT thread, COUNT(DISTINCT session), MAX(session) FROM {RECORDS_TABLE} "
+                    f"WHERE thread IN ({', '.join('?' * len(prefixes))}) GROUP BY thread",
+                    prefixes,
+                )
+            }
+            for prefix in prefixes:  # longest first: it alone decides
+                if prefix in found:
+                    count, session = found[prefix]
+                    if count == 1:
+                        return session
+                    break
         return "ses_" + secrets.token_hex(8)
 
     def add_feedback(self, feedback: FeedbackIn) -> list[Feedback]:
@@ -607,13 +719,54 @@ class RecordStore:
 
     # -- reading ------------------------------------------------------------------------------------------
 
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection of its own for one read, in one deferred (read) transaction: a consistent snapshot
+        of the records and their feedback that never takes the write lock nor the store's thread lock, so
+        `add` never waits for a listing (WAL: readers and the writer do not block each other)."""
+        connection = sqlite3.connect(self.store.path, timeout=30.0, isolation_level=None)
+        try:
+            connection.row_factory = sqlite3.Row
+            connection.execute("PRAGMA query_only = ON")
+            connection.execute("BEGIN")
+            yield connection
+        finally:
+            connection.close()
+
     def get(self, record_id: str) -> Record:
-        """One record with its feedback; UnknownRecord when it is not stored."""
-        with self.store.transaction() as db:
-            found = _with_feedback(db, list(db[RECORDS_TABLE].rows_where("id = ?", [record_id])))
-        if not found:
-            raise UnknownRecord([record_id])
-        return found[0]
+        """One record, whole, with its feedback; UnknownRecord when it is not stored."""
+        with self._reading() as conn:
+            rows = conn.execute(f"SELECT * FROM {RECORDS_TABLE} WHERE id = ?", [record_id]).fetchall()
+            if not rows:
+                raise UnknownRecord([record_id])
+            feedback = _feedback_of(conn, [record_id])
+        return _record(dict(rows[0]), feedback[record_id])
+
+    @overload
+    def list(
+        self,
+        *,
+        harness: str | None = ...,
+        session: str | None = ...,
+        with_feedback: bool | None = ...,
+        since: datetime | None = ...,
+        limit: int | None = ...,
+        after: str | None = ...,
+        full: Literal[False] = ...,
+    ) -> list[RecordSummary]: ...
+
+    @overload
+    def list(
+        self,
+        *,
+        harness: str | None = ...,
+        session: str | None = ...,
+        with_feedback: bool | None = ...,
+        since: datetime | None = ...,
+        limit: int | None = ...,
+        after: str | None = ...,
+        full: Literal[True],
+    ) -> list[Record]: ...
 
     def list(
         self,
@@ -623,8 +776,11 @@ class RecordStore:
         with_feedback: bool | None = None,
         since: datetime | None = None,
         limit: int | None = 50,
-    ) -> list[Record]:
-        """Records, newest first (a session's calls: in the order they came, oldest first).
+        after: str | None = None,
+        full: bool = False,
+    ) -> list[RecordSummary] | list[Record]:
+        """Records, newest first (a session's calls: in the order they came, oldest first), with their
+        feedback: summaries without the request and response bodies, or whole records with `full`.
 
         Args:
             harness: only this harness (its harness.yaml name).
@@ -632,6 +788,9 @@ class RecordStore:
             with_feedback: True: only records that got feedback; False: only those that got none.
             since: only records made at or after this moment.
             limit: at most this many; None: all.
+            after: a record id: only the records that come after it in this order (the next page, when it
+                is the last id of the previous one); UnknownRecord when it is not stored.
+            full: whole `Record`s, bodies included (a listing of large calls then costs their size).
         """
         where, values = [], []
         if harness is not None:
@@ -646,25 +805,62 @@ class RecordStore:
         if with_feedback is not None:
             exists = f"EXISTS (SELECT 1 FROM {FEEDBACK_TABLE} f WHERE f.record_id = {RECORDS_TABLE}.id)"
             where.append(exists if with_feedback else f"NOT {exists}")
-        order = "created_at, rowid" if session is not None else "created_at DESC, rowid DESC"
-        with self.store.transaction() as db:
-            rows = db[RECORDS_TABLE].rows_where(
-                " AND ".join(where) or None, values, order_by=order, limit=limit
-            )
-            return _with_feedback(db, list(rows))
+        ascending = session is not None
+        order = "created_at, rowid" if ascending else "created_at DESC, rowid DESC"
+        columns = "*" if full else ", ".join(_SUMMARY_COLUMNS)
+        with self._reading() as conn:
+            if after is not None:
+                mark = conn.execute(
+                    f"SELECT created_at, rowid FROM {RECORDS_TABLE} WHERE id = ?", [after]
+                ).fetchone()
+                if mark is None:
+                    raise UnknownRecord([after])
+                where.append(f"(created_at, rowid) {'>' if ascending else '<'} (?, ?)")
+                values += [mark[0], mark[1]]
+            query = f"SELECT {columns} FROM {RECORDS_TABLE}"
+            if where:
+                query += " WHERE " + " AND ".join(where)
+            query += f" ORDER BY {order}"
+            if limit is not None:
+                query += " LIMIT ?"
+                values.append(limit)
+            rows = [dict(row) for row in conn.execute(query, values)]
+            feedback = _feedback_of(conn, [row["id"] for row in rows])
+        if full:
+            return [_record(row, feedback[row["id"]]) for row in rows]
+        return [RecordSummary.model_validate({**row, "feedback": feedback[row["id"]]}) for row in rows]
 
 
-def _with_feedback(db: sqlite_utils.Database, rows: list[dict[str, Any]]) -> list[Record]:
-    """The records of `rows`, each with its feedback rows (oldest first)."""
-    found: dict[str, list[Feedback]] = {row["id"]: [] for row in rows}
+def _summarise_stored(conn: sqlite3.Connection) -> None:
+    """Fill in the summary columns of the records stored before they existed, one record at a time."""
+    rowids = [row[0] for row in conn.execute(f"SELECT rowid FROM {RECORDS_TABLE}")]
+    for rowid in rowids:
+        request, response = conn.execute(
+            f"SELECT request, response FROM {RECORDS_TABLE} WHERE rowid = ?", [rowid]
+        ).fetchone()
+        conn.execute(
+            f"UPDATE {RECORDS_TABLE} SET opening = ?, reply = ? WHERE rowid = ?",
+            [
+                _opening(json.loads(request)),
+                _reply(None if response is None else json.loads(response)),
+                rowid,
+            ],
+        )
+
+
+def _feedback_of(conn: sqlite3.Connection, record_ids: list[str]) -> dict[str, list[Feedback]]:
+    """The feedback rows of each record (oldest first), read on `conn` (a `RecordStore._reading` one)."""
+    found: dict[str, list[Feedback]] = {record_id: [] for record_id in record_ids}
     ids = list(found)
     for start in range(0, len(ids), 500):  # under SQLite's limit on bound values
         chunk = ids[start : start + 500]
-        for row in db[FEEDBACK_TABLE].rows_where(
-            f"record_id IN ({', '.join('?' * len(chunk))})", chunk, order_by="created_at, source"
+        for row in conn.execute(
+            f"SELECT * FROM {FEEDBACK_TABLE} WHERE record_id IN ({', '.join('?' * len(chunk))}) "
+            "ORDER BY created_at, source",
+            chunk,
         ):
-            found[row["record_id"]].append(_feedback(row))
-    return [_record(row, found[row["id"]]) for row in rows]
+            found[row["record_id"]].append(_feedback(dict(row)))
+    return found
 
 
 def _feedback(row: dict[str, Any]) -> Feedback:
@@ -672,7 +868,7 @@ def _feedback(row: dict[str, Any]) -> Feedback:
 
 
 def _record(row: dict[str, Any], feedback: list[Feedback]) -> Record:
-    values = {key: value for key, value in row.items() if key != "thread"}
+    values = {key: value for key, value in row.items() if key not in ("thread", "opening", "reply")}
     values["request"] = json.loads(row["request"])
     values["response"] = None if row["response"] is None else json.loads(row["response"])
     return Record.model_validate({**values, "feedback": feedback})

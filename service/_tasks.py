@@ -209,11 +209,11 @@ def _write_new(folder: Path, stem: str, text: str) -> Path:
     """Write `text` to `<stem>.yaml` in `folder`, or `<stem>-2.yaml`, ...: never over an existing file, and
     whole or not at all (a temporary file, fsynced, then linked to its name, which fails if that is taken)."""
     temporary = folder / f".{stem}.{secrets.token_hex(4)}.tmp"
-    with temporary.open("w", encoding="utf-8") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    try:
+    try:  # the temporary file goes whatever happens, a failed write (a full disk) included
+        with temporary.open("w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
         for number in range(1, 1000):
             path = folder / (f"{stem}.yaml" if number == 1 else f"{stem}-{number}.yaml")
             try:
@@ -223,7 +223,7 @@ def _write_new(folder: Path, stem: str, text: str) -> Path:
             return path
         raise SuiteError(f"{folder}: {stem}.yaml to {stem}-999.yaml all exist; merge or remove some")
     finally:
-        temporary.unlink()
+        temporary.unlink(missing_ok=True)
 
 
 def draft_tasks(
@@ -255,7 +255,8 @@ def draft_tasks(
     existing = {task.id for task in loaded.tasks}
     drafted: list[tuple[Record, dict[str, Any]]] = []
     skipped: list[DraftSkip] = []
-    for record in reversed(records.list(harness=harness, since=since, with_feedback=True, limit=None)):
+    with_bodies = records.list(harness=harness, since=since, with_feedback=True, limit=None, full=True)
+    for record in reversed(with_bodies):  # a draft needs the request and the response
         if only_negative and not _negative(record):
             continue
         if f"draft-{record.id}" in existing:

@@ -508,7 +508,7 @@ async function recordsPage(query) {
     el("td", {}, missing(record.release) ? "unreleased" : link(hashOf("releases", record.harness), String(record.release))),
     el("td", {}, link(`#/records?session=${enc(record.session)}`, short(record.session, 18))), el("td", {}, record.model),
     num(count(record.prompt_tokens + record.completion_tokens)), num(`${Math.round(record.latency_ms)} ms`),
-    el("td", {}, record.error ? el("span", { class: "fail" }, "error") : short(replyOf(record.response), 80)),
+    el("td", {}, record.error ? el("span", { class: "fail" }, "error") : short(record.reply ?? "", 80)),
     el("td", {}, record.feedback.map(feedbackLine))));
   const shownFor = [harness && `harness ${harness}`, session && `session ${session} (in call order)`,
     feedback && (feedback === "true" ? "with feedback" : "without feedback")].filter(Boolean).join(", ");
@@ -527,13 +527,6 @@ function feedbackLine(feedback) {
   const said = feedback.comment || feedback.correction;
   return el("div", { class: feedback.passed === false ? "fail" : feedback.passed ? "pass" : "" },
     `${mark} ${feedback.source}${score}${said ? `: ${short(said, 60)}` : ""}`);
-}
-
-function replyOf(response) {
-  const message = response?.choices?.[0]?.message;
-  if (!message) return "";
-  if (message.content) return textOf(message.content);
-  return (message.tool_calls || []).map((call) => `→ ${call.function?.name}`).join(", ");
 }
 
 function textOf(content) {
@@ -694,16 +687,24 @@ async function jobPage(rawId) {
       log.append(el("li", {}, `${kind}: ${run.message || run.stage || text} · proposal ${run.iteration}/${run.max_proposals}`
         + ` · ${run.accepted ?? 0} accepted, ${run.rejected ?? 0} rejected`));
     }
-    if (STOPPED.has(status.textContent) && stream) {
-      stream.close(); // the server ends the stream here; the browser would otherwise reconnect
+    if (STOPPED.has(status.textContent)) {
+      source.close(); // the server ends the stream here; the browser would otherwise reconnect
       live.textContent = `The job is ${status.textContent}.`;
     }
   };
   const query = token ? `?token=${enc(token)}` : "";
-  stream = new EventSource(`/jobs/${enc(id)}/events${query}`);
-  for (const kind of JOB_EVENTS) stream.addEventListener(kind, (event) => heard(kind, event.data));
-  stream.onerror = () => {
-    if (stream && stream.readyState === EventSource.CLOSED) live.textContent = "The event stream closed.";
+  const source = new EventSource(`/jobs/${enc(id)}/events${query}`);
+  stream = source;
+  for (const kind of JOB_EVENTS) source.addEventListener(kind, (event) => heard(kind, event.data));
+  // A stream that ends makes the EventSource reconnect (readyState CONNECTING) with the last event's id; once
+  // the server has nothing more to send it answers that with 204, and the EventSource closes (CLOSED). So a job
+  // another process runs (its stored state is its one event) is shown once, not reconnected to forever.
+  source.onerror = () => {
+    if (source.readyState !== EventSource.CLOSED) return; // reconnecting: a dropped connection, or the end
+    source.close();
+    live.textContent = STOPPED.has(status.textContent) ? `The job is ${status.textContent}.`
+      : `The event stream ended with the job ${status.textContent}: a job another process runs streams only its `
+        + "state here; reload the page to see it again.";
   };
   return [
     el("p", {}, link("#/jobs", "← every job")),

@@ -274,6 +274,25 @@ def test_a_rollback_is_a_new_release_and_a_stale_head_is_refused(
     assert chain.head("api_desk").number == 3
 
 
+def test_a_rollback_of_an_unknown_harness_is_a_404_and_a_deeply_nested_body_a_400(
+    client: httpx.Client, seeded: Seeded
+) -> None:
+    chain = ReleaseChain(seeded.store)
+    head = chain.head("notes_desk").number
+    unknown = client.post("/api/releases/nobody/rollback", json={"to": 1, "expected_head": 1})
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "harness_not_found"
+    assert "nobody has no releases" in unknown.json()["error"]["message"]
+
+    deep = b"[" * 200_000 + b"]" * 200_000
+    for body in (deep, b'{"to": 1, "expected_head": 2, "note": ' + deep + b"}", b"\xff\xfe"):
+        nested = client.post(
+            "/api/releases/notes_desk/rollback", content=body, headers={"content-type": "application/json"}
+        )
+        assert nested.status_code == 400, nested.text[:200]
+        assert nested.json()["error"]["code"] == "invalid_request"
+    assert chain.head("notes_desk").number == head
+
+
 def test_the_console_script_never_parses_data_as_html() -> None:
     script = (CONSOLE / "app.js").read_text()
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(", script)
@@ -373,7 +392,8 @@ def test_the_records_page_lists_records_with_feedback_and_opens_one(page, seeded
     page.goto(f"{seeded.url}/console/?token={TOKEN}#/records")
     page.wait_for_selector(f"#records tr[data-record={seeded.record}]")
     assert page.locator("#records tr[data-record]").count() == 2
-    assert "✗ support-ui 0.00: it refused" in page.inner_text(f"#records tr[data-record={seeded.record}]")
+    listed = page.inner_text(f"#records tr[data-record={seeded.record}]")
+    assert "✗ support-ui 0.00: it refused" in listed and "Sorry, I can't do that." in listed
 
     page.select_option("#records-feedback", "true")
     page.click("#records-show")
@@ -416,7 +436,8 @@ def job(job_id: str, status: str, **fields: Any) -> Job:
 
 class StandInJobs:
     """What `jobs_router` calls of `service.Jobs`, without running anything: a job held for approval (its
-    gated release pending), and a finished optimize job whose event log the page replays."""
+    gated release pending), a finished optimize job whose event log the page replays, and a job another
+    process runs (its stored state is its one event, as `Jobs.events` gives it)."""
 
     def __init__(self) -> None:
         pending = {"commit": "c" * 40, "content_hash": "d" * 64, "expected_head": 2}
@@ -424,6 +445,7 @@ class StandInJobs:
         self.jobs = {
             "job-held": job("job-held", "held", outcome="held for approval", result={"pending": pending}),
             "job-done": job("job-done", "finished", kind="optimize", stage="done", optimization_id="opt-1"),
+            "job-elsewhere": job("job-elsewhere", "running", kind="optimize", stage="optimize"),
         }
         status = OptimizerStatus(
             run_id="opt-1", stage="screening", message="screening proposal 1", iteration=1, max_proposals=4
@@ -431,7 +453,7 @@ class StandInJobs:
         progress = OptimizerEvent(
             kind="progress", status=status.model_copy(update={"batch_done": 3, "batch_total": 4})
         )
-        self.log = [
+        log = [
             (
                 "job",
                 {**self.jobs["job-done"].model_dump(mode="json"), "status": "running", "stage": "optimize"},
@@ -440,6 +462,10 @@ class StandInJobs:
             ("gate", {"side": "candidate", "done": 4, "total": 4}),
             ("job", {**self.jobs["job-done"].model_dump(mode="json"), "outcome": "1 variant(s) accepted"}),
         ]
+        self.logs = {
+            "job-done": log,
+            "job-elsewhere": [("job", self.jobs["job-elsewhere"].model_dump(mode="json"))],
+        }
 
     def list(self, *, harness: str | None = None, limit: int | None = 50) -> list[Job]:
         return [found for found in self.jobs.values() if harness in (None, found.harness)][:limit]
@@ -450,9 +476,12 @@ class StandInJobs:
         return self.jobs[job_id]
 
     async def events(self, job_id: str, *, after: int = 0) -> AsyncIterator[dict[str, Any]]:
-        for number, (event, data) in enumerate(self.log, 1):
+        for number, (event, data) in enumerate(self.logs.get(job_id, []), 1):
             if number > after:
                 yield {"id": number, "event": event, "data": data}
+
+    def events_ended(self, job_id: str, after: int) -> bool:
+        return after >= len(self.logs.get(job_id, []))  # every job here has ended, or runs elsewhere
 
     def approve(self, job_id: str) -> Job:
         approved = self.get(job_id).model_copy(
@@ -510,3 +539,24 @@ def test_a_job_page_follows_its_events_live(page, seeded: Seeded, serve) -> None
         )
         assert page.inner_text("#job-progress").strip() == "4/4 gate, candidate"
         assert page.inner_text("#job-outcome") == "1 variant(s) accepted"
+
+
+@needs_chromium
+def test_a_job_another_process_runs_is_shown_once_and_not_reconnected_to(page, seeded: Seeded, serve) -> None:
+    asked: list[str] = []
+
+    def count(request) -> None:
+        if "/jobs/job-elsewhere/events" in request.url:
+            asked.append(request.url)
+
+    with serve(minimal_app(seeded.store, with_jobs=True)) as url:
+        page.on("request", count)
+        try:
+            page.goto(f"{url}/console/#/jobs/job-elsewhere")
+            page.wait_for_selector("#job-live:has-text('a job another process runs streams only its state')")
+            assert page.inner_text("#job-status") == "running"
+            assert page.locator("#job-events li").count() == 1
+            page.wait_for_timeout(4000)  # longer than an EventSource waits to reconnect
+        finally:
+            page.remove_listener("request", count)
+    assert len(asked) == 2  # the stream, and one reconnection the server answered 204

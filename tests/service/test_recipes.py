@@ -14,6 +14,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -40,8 +41,12 @@ from optimizer import (
 )
 from service import (
     Job,
+    JobConflict,
     JobOptions,
+    JobPlan,
+    Jobs,
     RecipeError,
+    RecordStore,
     ReleaseChain,
     ServiceState,
     create_service_app,
@@ -279,7 +284,7 @@ def test_a_failing_job_is_recorded_and_the_service_keeps_serving(repo: Path, sto
         assert "must be a clean git checkout" in dirty["error"] and "scratch.md" in dirty["error"]
 
         (repo / "h" / "scratch.md").unlink()
-        options = {"operators": ["breaks"], "max_proposals": 1}
+        options = {"operators": ["breaks"], "max_proposals": 1, "max_minutes": 5}
         started = httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "optimize", "options": options})
         broken = ended(url, started.json()["id"])
         assert (broken["status"], broken["stage"]) == ("failed", "optimize")
@@ -292,7 +297,7 @@ def test_a_failing_job_is_recorded_and_the_service_keeps_serving(repo: Path, sto
 def test_one_job_per_harness_cancel_and_a_stopping_service_interrupts(
     repo: Path, store: RunStore, serve
 ) -> None:
-    stalling = {"harness": NAME, "kind": "optimize", "options": {"operators": ["stalls"]}}
+    stalling = {"harness": NAME, "kind": "optimize", "options": {"operators": ["stalls"], "max_minutes": 5}}
     with serve(service(repo, store)) as url:
         first = httpx.post(f"{url}/jobs", json=stalling).json()
         wait_for(lambda: httpx.get(f"{url}/jobs/{first['id']}").json()["optimization_id"])
@@ -387,7 +392,7 @@ def test_a_held_release_is_published_only_when_approved(repo: Path, store: RunSt
     git(repo, "commit", "-qam", "the line")
     with serve(service(repo, store)) as url:
         assert httpx.post(f"{url}/jobs/whatever/approve").status_code == 404
-        body = {"harness": NAME, "kind": "gate", "options": {"release": "hold"}}
+        body = {"harness": NAME, "kind": "gate", "options": {"release": "hold", "max_minutes": 5}}
         held = ended(url, httpx.post(f"{url}/jobs", json=body).json()["id"])
         assert held["status"] == "held", held
         assert held["result"]["pending"]["expected_head"] == 1
@@ -410,7 +415,7 @@ def test_a_held_release_gated_against_a_head_that_moved_is_refused(
     (repo / "h" / PROMPT).write_text(HARNESS[PROMPT] + MAGIC + "\n")
     git(repo, "commit", "-qam", "the line")
     with serve(service(repo, store)) as url:
-        body = {"harness": NAME, "kind": "gate", "options": {"release": "hold"}}
+        body = {"harness": NAME, "kind": "gate", "options": {"release": "hold", "max_minutes": 5}}
         held = ended(url, httpx.post(f"{url}/jobs", json=body).json()["id"])
         ReleaseChain(store).publish(  # another publisher moves the head
             NAME, {**HARNESS, PROMPT: "moved\n"}, commit=None, evidence={}, expected_head=1
@@ -432,6 +437,174 @@ def test_a_manual_recipe_plans_the_job_a_bare_request_starts(
         assert (job["kind"], job["options"]["release"], job["source"]) == ("evolve", "hold", "http")
         job = ended(url, job["id"])
         assert job["status"] == "finished" and job["outcome"].startswith("nothing accepted"), job
+
+
+def test_a_request_cannot_choose_the_suite_nor_an_unbounded_budget_nor_its_own_proposer_model(
+    repo: Path, store: RunStore, serve, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"  # a suite whose graders.py would run in the server if it were used
+    elsewhere.mkdir()
+    marker = tmp_path / "ran"
+    (elsewhere / "graders.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (elsewhere / "suite.yaml").write_text("name: evil\nworld: helpdesk\n")
+    refused = {
+        "suite": ({"suite": str(elsewhere), "max_minutes": 5}, "options: suite: a job started over HTTP"),
+        "no time budget": ({"max_proposals": 1}, "options.max_minutes: Field required"),
+        "unbounded time": ({"max_minutes": None}, "options.max_minutes:"),
+        "too long": ({"max_minutes": 241}, "options.max_minutes: Input should be less than or equal to 240"),
+        "too many proposals": ({"max_minutes": 5, "max_proposals": 1_000_000}, "options.max_proposals:"),
+        "too many at once": ({"max_minutes": 5, "concurrency": 65}, "options.concurrency:"),
+        "too many seeds": ({"max_minutes": 5, "gate_k": 1000}, "options.gate_k:"),
+        "unknown key": ({"max_minutes": 5, "budget": 1}, "options.budget: unknown key"),
+        "a proposer model": (
+            {"max_minutes": 5, "proposer_model": "openai/gpt-big"},
+            "may use only the recipe's proposer model (none here)",
+        ),
+    }
+    with serve(service(repo, store)) as url:
+        for what, (options, expected) in refused.items():
+            answer = httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "evolve", "options": options})
+            assert answer.status_code == 400, (what, answer.text)
+            assert expected in answer.json()["error"]["message"], (what, answer.text)
+        assert httpx.get(f"{url}/jobs").json()["data"] == []
+        bounded = {"max_minutes": 240, "max_proposals": 100, "concurrency": 64}
+        job = httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "gate", "options": bounded}).json()
+        assert (job["options"]["max_minutes"], job["options"]["suite"]) == (240, None)
+        assert ended(url, job["id"])["status"] == "finished"
+    assert not marker.exists()
+
+    # a recipe file is the operator's own: it keeps every option, and a request may use its proposer model
+    recipe = recipe_file(
+        tmp_path,
+        "service.recipes:Manual",
+        suite=str(repo / "s"),
+        proposer_model="recipe-model",
+        max_minutes=None,
+    )
+    with serve(service(repo, store, recipe=recipe, check_every=60)) as url:
+        other = {"max_minutes": 5, "proposer_model": "another-model"}
+        answer = httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "gate", "options": other})
+        assert answer.status_code == 400 and "recipe's proposer model ('recipe-model')" in answer.text
+        same = {"max_minutes": 5, "proposer_model": "recipe-model", "release": "hold"}
+        job = httpx.post(f"{url}/jobs", json={"harness": NAME, "options": same}).json()
+        assert (job["kind"], job["options"]["proposer_model"]) == ("evolve", "recipe-model")
+        assert (job["options"]["suite"], job["options"]["max_minutes"]) == (str(repo / "s"), 5)
+        httpx.post(f"{url}/jobs/{job['id']}/cancel", timeout=30)
+        planned = httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "gate"}).json()
+        assert planned["options"]["max_minutes"] is None  # no options: the recipe's, unbounded as it says
+        ended(url, planned["id"])
+
+
+def test_deeply_nested_json_is_a_400_not_a_500(repo: Path, store: RunStore, serve) -> None:
+    deep = b"[" * 200_000 + b"]" * 200_000
+    with serve(service(repo, store)) as url:
+        for body in (deep, b'{"harness": ' + deep + b"}", b"\xff\xfe", b"not json"):
+            answer = httpx.post(f"{url}/jobs", content=body, headers={"content-type": "application/json"})
+            assert answer.status_code == 400, answer.text[:200]
+            assert answer.json()["error"]["code"] == "invalid_request"
+        answer = httpx.post(f"{url}/jobs", content=deep, headers={"content-type": "application/json"})
+        assert "recursion limit exceeded" in answer.json()["error"]["message"]
+
+
+def jobs_on(repo: Path, store: RunStore) -> Jobs:
+    return Jobs(
+        store, RecordStore(store), ReleaseChain(store), {NAME: repo / "h"}, model=ScriptedModel(fn=agent)
+    )
+
+
+def test_a_job_cancelled_before_its_first_step_is_cancelled_and_frees_the_harness(
+    repo: Path, store: RunStore
+) -> None:
+    jobs = jobs_on(repo, store)
+
+    async def scenario() -> None:
+        job = await jobs.start(JobPlan(kind="gate"), NAME)
+        cancelled = await jobs.cancel(job.id)  # its task has not run a line yet
+        assert (cancelled.status, cancelled.outcome) == ("cancelled", "cancelled at release")
+        assert store.db["jobs"].get(job.id)["status"] == "cancelled"
+        assert jobs.running(NAME) is None
+        with pytest.raises(JobConflict, match="is cancelled: only a running, held or interrupted job"):
+            await jobs.cancel(job.id)
+        followed = [event async for event in jobs.events(job.id)]  # its stream has ended
+        assert followed[-1]["data"]["status"] == "cancelled"
+        assert jobs.events_ended(job.id, followed[-1]["id"]) and not jobs.events_ended(job.id, 0)
+
+        again = await jobs.start(JobPlan(kind="gate"), NAME)
+        await asyncio.wait_for(jobs._logs[again.id].task, timeout=20)
+        assert jobs.get(again.id).status == "finished"
+
+        left = await jobs.start(JobPlan(kind="gate"), NAME)
+        await jobs.close()  # the service stops before the job's first step: it resumes at the next start
+        assert jobs.get(left.id).status == "interrupted" and jobs.running(NAME) is None
+
+    asyncio.run(scenario())
+    assert ReleaseChain(store).head(NAME).number == 1  # only the second job released
+
+
+def test_a_job_whose_end_cannot_be_saved_is_not_left_running(
+    repo: Path, store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = jobs_on(repo, store)
+    save = Jobs._save
+
+    def failing(self: Jobs, job: Job) -> None:
+        if job.status != "running":
+            raise sqlite3.OperationalError("disk I/O error")
+        save(self, job)
+
+    async def scenario() -> None:
+        with monkeypatch.context() as patched:
+            patched.setattr(Jobs, "_save", failing)
+            job = await jobs.start(JobPlan(kind="gate"), NAME)
+            await asyncio.wait_for(jobs._logs[job.id].task, timeout=20)
+        row = store.db["jobs"].get(job.id)
+        assert (row["status"], row["outcome"]) == (
+            "failed",
+            "finished, but its result could not be saved",
+        )
+        assert row["error"] == "OperationalError: disk I/O error" and row["finished_at"]
+        assert jobs.running(NAME) is None
+
+        # a row this process left running with no task behind it (the store failed even the status write)
+        store.db.execute("UPDATE jobs SET status = 'running' WHERE id = ?", [job.id])
+        store.db.conn.commit()
+        assert jobs.running(NAME) is None
+        assert (await jobs.cancel(job.id)).status == "cancelled"
+        nothing_new = await jobs.start(JobPlan(kind="gate"), NAME)  # the head already serves these files
+        await asyncio.wait_for(jobs._logs[nothing_new.id].task, timeout=20)
+        assert jobs.get(nothing_new.id).status == "finished"
+
+    asyncio.run(scenario())
+
+
+def test_a_job_another_process_runs_streams_its_state_once_then_204(
+    repo: Path, store: RunStore, serve
+) -> None:
+    served = service(repo, store)  # creates the jobs table
+    now = now_text()
+    elsewhere = json.dumps({"host": "another-host", "pid": 1, "token": None})  # alive, for all this one knows
+    job = Job(
+        id="job-elsewhere",
+        harness=NAME,
+        path=str(repo / "h"),
+        kind="optimize",
+        options=JobOptions(),
+        source="http",
+        status="running",
+        stage="optimize",
+        created_at=now,
+        updated_at=now,
+        owner=elsewhere,
+    )
+    row = job.model_dump(mode="json")
+    store.db["jobs"].insert({**row, "options": json.dumps(row["options"]), "result": "{}"})
+    with serve(served) as url:
+        assert [(kind, data["status"]) for kind, data in events(url, job.id)] == [("job", "running")]
+        again = httpx.get(f"{url}/jobs/{job.id}/events", headers={"last-event-id": "1"}, timeout=10)
+        assert again.status_code == 204 and again.text == ""  # an EventSource stops reconnecting
+        cancel = httpx.post(f"{url}/jobs/{job.id}/cancel")
+        assert cancel.status_code == 409 and "runs in another process" in cancel.text
+        assert httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "gate"}).status_code == 409
 
 
 def state(**values: Any) -> ServiceState:

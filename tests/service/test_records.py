@@ -4,9 +4,11 @@ routes, `optimize records` and drafting tasks from records."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import sys
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,6 +26,7 @@ from typer.testing import CliRunner
 
 import commands.records as records_cli
 import service._records as records_module
+import service._tasks as tasks_module
 from cli import app
 from evals import RunStore, SuiteError, load_suite
 from service import (
@@ -40,6 +43,7 @@ from service import (
     records_router,
     redact_text,
 )
+from service._records import SUMMARY_CHARS, RecordSummary
 from worlds import ProjectError
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w-]+")
@@ -208,6 +212,34 @@ def test_a_failed_call_starts_nothing_a_retry_cannot_continue(records: RecordSto
     assert first.session == failed.session == retried.session
 
 
+def test_two_users_with_the_same_opening_and_answer_are_not_merged(records: RecordStore) -> None:
+    hello = {"role": "assistant", "content": "Hello."}
+    a = records.add(new(chat(user("hi")), answer("Hello.")))
+    b = records.add(new(chat(user("hi")), answer("Hello.")))
+    assert a.session != b.session
+    # A follows up: the prefix (hi, Hello.) is held by A's session and B's, so nobody can tell whose it is.
+    a2 = records.add(new(chat(user("hi"), hello, user("I am A, my order")), answer("Which order?")))
+    assert a2.session not in (a.session, b.session), "a new session, not the newest match (B's)"
+    a3 = records.add(
+        new(
+            chat(
+                user("hi"), hello, user("I am A, my order"), {"role": "assistant", "content": "Which order?"}
+            ),
+            answer("Found it."),
+        )
+    )
+    assert a3.session == a2.session, "an unambiguous longer prefix still continues its session"
+
+
+def test_a_client_session_id_is_redacted_like_the_messages(records: RecordStore, store: RunStore) -> None:
+    added = records.add(new(chat(user("mail ada@example.com")), answer("Ok."), session="ada@example.com"))
+    phoned = records.add(new(chat(user("x")), answer("Ok."), session="user +44 20 7946 0958"))
+    assert (added.session, phoned.session) == ("[email]", "user [phone]")
+    raw = json.dumps(raw_rows(store, "records"))
+    assert "ada@example.com" not in raw and "7946" not in raw
+    assert [r.id for r in records.list(session="[email]")] == [added.id]
+
+
 # -- feedback -----------------------------------------------------------------------------------------------
 
 
@@ -329,6 +361,34 @@ def test_the_hook_runs_after_the_built_ins(tmp_path: Path) -> None:
         assert "Ada" not in json.dumps(raw_rows(store, "records"))
 
 
+@pytest.mark.usefixtures("hook_imports")
+def test_the_hook_redacts_the_error_too(tmp_path: Path) -> None:
+    hook = (
+        "def scrub(body):\n"
+        "    seen.append(sorted(body))\n"
+        "    return json.loads(json.dumps(body).replace('Ada', '[name]'))\n"
+        "import json\nseen = []\n"
+    )
+    project = project_with(tmp_path, 'redact = ["email"]\nredact_hook = "atoll_test_scrub:scrub"', hook)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        records = RecordStore(store, load_record_policy(project))
+        failed = records.add(new(chat(user("hi")), None, error="upstream refused Ada <ada@x.io>"))
+        assert failed.error == "upstream refused [name] <[email]>"
+        assert "Ada" not in json.dumps(raw_rows(store, "records"))
+        assert sys.modules["atoll_test_scrub"].seen == [["messages", "model"], ["error"]]
+
+
+@pytest.mark.usefixtures("hook_imports")
+def test_a_hook_that_returns_no_string_error_writes_nothing(tmp_path: Path) -> None:
+    hook = "def scrub(body):\n    return {'error': 42} if 'error' in body else body\n"
+    project = project_with(tmp_path, 'redact_hook = "atoll_test_scrub:scrub"', hook)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        records = RecordStore(store, load_record_policy(project))
+        with pytest.raises(RecordError, match="returned an error that is a int, not a string"):
+            records.add(new(chat(user("hi")), None, error="boom"))
+        assert raw_rows(store, "records") == []
+
+
 def test_a_wrong_records_table_names_the_file_and_the_field(tmp_path: Path) -> None:
     project_with(tmp_path, 'redact = ["ssn"]')
     with pytest.raises(ProjectError, match=r"atoll\.toml: records\.redact\.0: Input should be 'email'"):
@@ -403,6 +463,117 @@ def test_refusals_come_in_the_openai_error_shape(
     assert error["type"] == "invalid_request_error" and error["code"] == code and error["message"]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 200_000 + b"]" * 200_000,
+        b'{"record_ids": ' + b"[" * 200_000 + b"]" * 200_000 + b', "passed": true}',
+    ],
+    ids=["array", "inside-an-object"],
+)
+def test_deeply_nested_feedback_is_a_400_not_a_500(client: TestClient, body: bytes) -> None:
+    response = client.post("/feedback", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request" and error["message"].startswith("body: Invalid JSON")
+
+
+# -- listing ------------------------------------------------------------------------------------------------
+
+
+def test_a_listing_holds_summaries_not_bodies(records: RecordStore, client: TestClient) -> None:
+    big = "z " * 200_000  # 400 kB of request and of response
+    call = {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}
+    tools = records.add(
+        new(chat({"role": "system", "content": "be nice"}, user(big)), answer("", tool_calls=[call]))
+    )
+    talks = records.add(new(chat(user("Where is\n ORD-1?")), answer(big)))
+    failed = records.add(new(chat(user("hi")), None, error="model unreachable"))
+    records.add_feedback(FeedbackIn(record_ids=[talks.id], passed=False, comment="too long"))
+
+    listed = records.list()
+    assert all(isinstance(item, RecordSummary) for item in listed)
+    assert not hasattr(listed[0], "request") and not hasattr(listed[0], "response")
+    by_id = {item.id: item for item in listed}
+    assert by_id[tools.id].opening == ("z " * 100)[: SUMMARY_CHARS - 1] + "…"
+    assert by_id[tools.id].reply == "→ get_order"
+    assert (by_id[talks.id].opening, by_id[talks.id].reply) == ("Where is ORD-1?", by_id[tools.id].opening)
+    assert by_id[talks.id].feedback[0].comment == "too long"
+    assert (by_id[failed.id].reply, by_id[failed.id].error) == (None, "model unreachable")
+
+    over_http = client.get("/v1/records", params={"limit": 1000})
+    assert over_http.status_code == 200 and len(over_http.content) < 5_000
+    data = over_http.json()["data"]
+    assert [item["id"] for item in data] == [failed.id, talks.id, tools.id]
+    assert "request" not in data[0] and "response" not in data[0]
+    assert {"id", "created_at", "harness", "agent", "release", "session", "model", "prompt_tokens"} <= set(
+        data[0]
+    ) and {"completion_tokens", "latency_ms", "error", "opening", "reply", "feedback"} <= set(data[0])
+    whole = client.get(f"/v1/records/{talks.id}").json()
+    assert whole["response"]["choices"][0]["message"]["content"] == big, "the detail route keeps the body"
+
+
+def test_a_full_listing_holds_the_bodies(records: RecordStore) -> None:
+    added = records.add(new(chat(user("hi")), answer("Hello.")))
+    (whole,) = records.list(full=True)
+    assert whole == records.get(added.id) and whole.request["messages"] == [user("hi")]
+
+
+def test_a_listing_never_waits_for_the_write_lock(records: RecordStore, store: RunStore) -> None:
+    added = records.add(new(chat(user("hi")), answer("Hello.")))
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.transaction() as db:  # BEGIN IMMEDIATE and the store's lock, as `add` holds them
+            db.conn.execute("UPDATE records SET model = 'uncommitted'")
+            holding.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=hold)
+    writer.start()
+    try:
+        assert holding.wait(5)
+        started = time.monotonic()
+        listed = records.list()
+        got = records.get(added.id)
+        assert time.monotonic() - started < 1.0, "the read waited for the write"
+        assert [item.model for item in listed] == ["scripted"] == [got.model], "committed data only"
+    finally:
+        release.set()
+        writer.join()
+
+
+def test_listings_page_after_the_last_id(records: RecordStore, client: TestClient) -> None:
+    added = [records.add(new(chat(user(f"q{n}")), answer("a"), session="s-1")) for n in range(5)]
+    newest_first = [record.id for record in reversed(added)]
+    first = records.list(limit=2)
+    second = records.list(limit=2, after=first[-1].id)
+    third = records.list(limit=2, after=second[-1].id)
+    assert [r.id for r in [*first, *second, *third]] == newest_first
+    in_session = records.list(session="s-1", limit=3)
+    rest = records.list(session="s-1", limit=3, after=in_session[-1].id)
+    assert [r.id for r in [*in_session, *rest]] == [record.id for record in added], "a session's: in order"
+    with pytest.raises(UnknownRecord, match="rec_nope"):
+        records.list(after="rec_nope")
+
+    page = client.get("/v1/records", params={"limit": 3}).json()
+    assert (page["first_id"], page["last_id"], page["has_more"]) == (newest_first[0], newest_first[2], True)
+    last = client.get("/v1/records", params={"limit": 3, "after": page["last_id"]}).json()
+    assert [item["id"] for item in last["data"]] == newest_first[3:] and last["has_more"] is False
+    assert client.get("/v1/records", params={"limit": 1001}).status_code == 400, "the cap stays"
+    unknown = client.get("/v1/records", params={"after": "rec_nope"})
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_record"
+
+
+def test_records_stored_before_summaries_get_them(store: RunStore) -> None:
+    added = RecordStore(store).add(new(chat(user("Where is ORD-1?")), answer("Shipped.")))
+    with store.transaction() as db:  # the table as it was before summaries were kept
+        db.conn.execute("ALTER TABLE records DROP COLUMN opening")
+        db.conn.execute("ALTER TABLE records DROP COLUMN reply")
+    (listed,) = RecordStore(store).list()
+    assert (listed.id, listed.opening, listed.reply) == (added.id, "Where is ORD-1?", "Shipped.")
+
+
 # -- the command line ---------------------------------------------------------------------------------------
 
 
@@ -443,6 +614,50 @@ def test_optimize_records_lists_shows_and_exports(
 
     missing = runner.invoke(app, ["records", "show", "rec_nope"])
     assert missing.exit_code == 2 and "rec_nope" in missing.output
+
+
+def test_an_export_replaces_its_file_whole_or_not_at_all(
+    records: RecordStore, store: RunStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATOLL_RUNS_DB", str(store.path))
+    monkeypatch.setattr(records_cli, "EXPORT_PAGE", 2, raising=False)  # several pages
+    added = [records.add(new(chat(user(f"q{n}")), answer("a"))) for n in range(5)]
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    exported = folder / "out.jsonl"
+    exported.write_text("the previous export\n")
+    exported.chmod(0o640)
+    runner = CliRunner()
+
+    def full_disk(_: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fsync", full_disk)
+        failed = runner.invoke(app, ["records", "export", "--out", str(exported)])
+    assert failed.exit_code != 0 and "No space left on device" in failed.output
+    assert exported.read_text() == "the previous export\n", "a failed export leaves the file as it was"
+    assert sorted(path.name for path in folder.iterdir()) == ["out.jsonl"], "no temporary file stays"
+
+    done = runner.invoke(app, ["records", "export", "--out", str(exported), "--limit", "3"])
+    assert done.exit_code == 0, done.output
+    assert [json.loads(line)["id"] for line in exported.read_text().splitlines()] == [
+        record.id for record in reversed(added)
+    ][:3]
+    assert sorted(path.name for path in folder.iterdir()) == ["out.jsonl"]
+    assert exported.stat().st_mode & 0o777 == 0o640, "the file keeps its mode"
+
+
+def test_a_failed_draft_write_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(_: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        tasks_module._write_new(tmp_path, "drafts-2026-03-02", "- id: x\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 # -- tasks from records -------------------------------------------------------------------------------------

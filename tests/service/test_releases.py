@@ -207,6 +207,27 @@ def test_a_harness_outside_git_is_released_without_a_commit_and_gated_from_its_s
         release(plain, store, ref="HEAD")
 
 
+def test_a_folder_changed_while_it_is_gated_is_not_released_on_evidence_about_other_files(
+    repo: Path, store: RunStore, monkeypatch: pytest.MonkeyPatch
+):
+    first = release(repo, store)
+    commit_prompt(repo, "You keep notes on orders.\n")  # a regression, committed: the candidate
+    gate = service._publish.run_gate
+
+    async def edited_meanwhile(config, **options):  # someone fixes the folder while the gate runs
+        (repo / "h" / PROMPT).write_text(GOOD + "{# fixed, not committed #}\n")
+        return await gate(config, **options)
+
+    monkeypatch.setattr(service._publish, "run_gate", edited_meanwhile)
+
+    with pytest.raises(ReleaseError, match="the harness folder changed while it was gated") as refused:
+        release(repo, store)
+
+    assert not isinstance(refused.value, ReleaseRefused) and "run again" in str(refused.value)
+    assert ReleaseChain(store).list(NAME) == [first]  # the committed regression was not published
+    assert tag(repo, 2) is None
+
+
 def test_a_release_identical_to_the_head_is_refused(repo: Path, store: RunStore):
     release(repo, store)
 
