@@ -91,7 +91,9 @@ def create_service_app(
 
     @app.exception_handler(Exception)
     async def failed(_: Request, error: Exception) -> JSONResponse:  # a bug: still an OpenAI-shaped answer
-        return JSONResponse(error_body(f"{type(error).__name__}: {error}", "internal_error", 500), status_code=500)
+        return JSONResponse(
+            error_body(f"{type(error).__name__}: {error}", "internal_error", 500), status_code=500
+        )
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
