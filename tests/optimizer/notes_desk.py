@@ -19,7 +19,7 @@ HARNESS_YAML = "name: notes_desk\nworld: helpdesk\nmodel: scripted\nentry: desk\
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def agent(request) -> str | dict:
@@ -83,13 +83,14 @@ def make_workspace(
     tasks: int = 12,
     seeds: str = "[0]",
     extra: dict[str, str] | None = None,
+    harness_yaml: str = HARNESS_YAML,
 ) -> Path:
     """A git repo at `root` with the harness in h/ and the suite in s/: tasks note-1..note-N, the
     ones numbered in `val` in the val split, the rest in train."""
     write(
         root / "h",
         {
-            "harness.yaml": HARNESS_YAML,
+            "harness.yaml": harness_yaml,
             "tools.yaml": "desk: [add_order_note]\n",
             PROMPT: prompt,
             **(extra or {}),

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import socket
 import sqlite3
-import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -56,10 +55,12 @@ from service import (
 from service.recipes import EvolveOnFeedback, Manual, Scheduled
 from worlds.serve._sessions import SessionManager
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "optimizer"))
+
+from notes_desk import MAGIC, PROMPT, Helpful, agent, git, make_workspace
+
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "notes_desk"
-PROMPT = "prompts/desk.md.j2"
-MAGIC = "ALWAYS ADD A NOTE when asked."
 CORRECTION = 'Add the note, then say "the note is on the order"'
 HARNESS = {
     "harness.yaml": f"name: {NAME}\nworld: helpdesk\nmodel: scripted\nentry: desk\nsuite: ../s\n"
@@ -69,33 +70,10 @@ HARNESS = {
 }
 
 
-def agent(request) -> str | dict:
-    """Adds the note only when the system prompt says so."""
-    system, last = request.messages[0]["content"], request.messages[-1]
-    if last["role"] == "tool":
-        return "Done, the note is on the order."
-    if MAGIC in system:
-        order = re.search(r"ORD-\d+", last["content"]).group()
-        return {
-            "tool_calls": [{"name": "add_order_note", "arguments": {"order_id": order, "note": "called"}}]
-        }
-    return "Sorry, I can't do that."
-
-
-class HelpfulNote(Operator):
-    """Writes the line that makes the agent work."""
+class HelpfulNote(Helpful):
+    """notes_desk's Helpful, under the name the recipes in these tests list."""
 
     name = "helpful_note"
-
-    async def propose(self, context: ProposalContext) -> Proposal | None:
-        files = {**context.files, PROMPT: context.files[PROMPT] + MAGIC + "\n"}
-        return Proposal.build(
-            operator=self.name,
-            rationale="Tell the agent to add notes.",
-            parent=context.files,
-            files=files,
-            parent_hash=context.harness_hash,
-        )
 
 
 class Stalls(Operator):
@@ -123,39 +101,17 @@ def operators(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(optimizer._registry._registered, factory.name, factory)
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def write(folder: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-
-
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A git repo with the harness in h/ and its suite in s/: six val tasks, two train tasks."""
     monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
-    root = tmp_path / "repo"
-    write(root / "h", HARNESS)
-    tasks = "".join(
-        f"- id: note-{i}\n  split: {'val' if i <= 6 else 'train'}\n  fixture: small_shop\n"
-        f"  user: {{message: 'Please add a note to order ORD-{1000 + i} that I called.'}}\n"
-        f"  reference: [{{add_order_note: {{order_id: ORD-{1000 + i}, note: called}}}}]\n"
-        f"  expect:\n    inserted: {{order_notes: [{{order_id: ORD-{1000 + i}}}]}}\n    no_other_writes: true\n"
-        for i in range(1, 9)
+    return make_workspace(
+        tmp_path / "repo",
+        prompt=HARNESS[PROMPT],
+        val=[1, 2, 3, 4, 5, 6],
+        tasks=8,
+        harness_yaml=HARNESS["harness.yaml"],
     )
-    write(
-        root / "s",
-        {"suite.yaml": "name: notes\nworld: helpdesk\ndefault_seeds: [0]\n", "tasks/notes.yaml": tasks},
-    )
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.invalid")
-    git(root, "config", "user.name", "T")
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "init")
-    return root
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shutil
 import sqlite3
 import subprocess
@@ -34,40 +33,14 @@ from service import (
     rollback_harness,
 )
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "optimizer"))
+
+from notes_desk import HARNESS_YAML, MAGIC, PROMPT, agent, git, make_workspace
+
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "notes_desk"
-PROMPT = "prompts/desk.md.j2"
-MAGIC = "ALWAYS ADD A NOTE when asked."
 GOOD = f"You keep notes on orders.\n{MAGIC}\n"
-HARNESS = {
-    "harness.yaml": f"name: {NAME}\nworld: helpdesk\nmodel: scripted\nentry: desk\n"
-    "agents:\n  desk:\n    prompt: prompts/desk.md.j2\n",
-    "tools.yaml": "desk: [add_order_note]\n",
-    PROMPT: GOOD,
-}
-
-
-def agent(request) -> str | dict:
-    """Adds the note only when the system prompt says so."""
-    system, last = request.messages[0]["content"], request.messages[-1]
-    if last["role"] == "tool":
-        return "Done, the note is on the order."
-    if MAGIC in system:
-        order = re.search(r"ORD-\d+", last["content"]).group()
-        return {
-            "tool_calls": [{"name": "add_order_note", "arguments": {"order_id": order, "note": "called"}}]
-        }
-    return "Sorry, I can't do that."
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def write(folder: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
+HARNESS = {"harness.yaml": HARNESS_YAML, "tools.yaml": "desk: [add_order_note]\n", PROMPT: GOOD}
 
 
 def commit_prompt(root: Path, text: str) -> str:
@@ -81,25 +54,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A git repo with the harness in h/ and a four-task val suite in s/; the runs store beside them."""
     monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
     monkeypatch.setenv("ATOLL_RUNS_DB", str(tmp_path / "runs.sqlite"))
-    root = tmp_path / "repo"
-    write(root / "h", HARNESS)
-    tasks = "".join(
-        f"- id: note-{i}\n  split: val\n  fixture: small_shop\n"
-        f"  user: {{message: 'Please add a note to order ORD-{1000 + i} that I called.'}}\n"
-        f"  reference: [{{add_order_note: {{order_id: ORD-{1000 + i}, note: called}}}}]\n"
-        f"  expect:\n    inserted: {{order_notes: [{{order_id: ORD-{1000 + i}}}]}}\n    no_other_writes: true\n"
-        for i in range(1, 5)
-    )
-    write(
-        root / "s",
-        {"suite.yaml": "name: notes\nworld: helpdesk\ndefault_seeds: [0, 1]\n", "tasks/notes.yaml": tasks},
-    )
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.invalid")
-    git(root, "config", "user.name", "T")
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "init")
-    return root
+    return make_workspace(tmp_path / "repo", prompt=GOOD, val=[1, 2, 3, 4], tasks=4, seeds="[0, 1]")
 
 
 @pytest.fixture
