@@ -22,7 +22,6 @@ Progress is reported through `on_progress`, called after each episode: pass a ri
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -37,7 +36,7 @@ from typing import Any, Literal
 
 import harnesses
 import worlds
-from harnesses import Harness, load_harness
+from harnesses import Episode, Harness, load_harness
 from harnesses.models import (
     Model,
     ModelUsage,
@@ -325,23 +324,25 @@ async def evaluate_batch(
             copied = {(r.task_id, r.seed) for r in results}
             todo = [(task, seed) for task, seed in todo if (task.id, seed) not in copied]
         _report(on_progress, progress)
-        # Closed on any exit, so an interrupt or a failure stops the episodes still in flight.
-        async with contextlib.aclosing(executor.play(setup, todo)) as played:
-            async for task, seed, episode in played:
-                result = EpisodeResult(
-                    task_id=task.id,
-                    seed=seed,
-                    sample=seed,
-                    episode=episode,
-                    grade=grade_episode(suite, task, episode),
-                )
-                if store is not None:
-                    store.add_episode(run_id, result, reuse_key=keys[(task.id, seed)])
-                results.append(result)
-                progress.add(result)
-                progress.kind, progress.last = "episode", result
-                progress.elapsed_s = time.perf_counter() - started
-                _report(on_progress, progress)
+
+        def played(task: Task, seed: int, episode: Episode) -> None:
+            """Grade and store one episode as it finishes, before its slot goes to the next."""
+            result = EpisodeResult(
+                task_id=task.id,
+                seed=seed,
+                sample=seed,
+                episode=episode,
+                grade=grade_episode(suite, task, episode),
+            )
+            if store is not None:
+                store.add_episode(run_id, result, reuse_key=keys[(task.id, seed)])
+            results.append(result)
+            progress.add(result)
+            progress.kind, progress.last = "episode", result
+            progress.elapsed_s = time.perf_counter() - started
+            _report(on_progress, progress)
+
+        await executor.play(setup, todo, played)
     except BaseException as error:
         if store is not None:
             interrupted = isinstance(error, asyncio.CancelledError | KeyboardInterrupt)

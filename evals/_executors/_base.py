@@ -1,14 +1,16 @@
 """The seam between the batch runner and where episodes are played, and the default: this process.
 
 The batch runner plans, reuses, grades and stores; an executor only plays (task, seed) episodes and
-hands each back as it finishes. So grading, the runs store and `--resume` behave the same whatever
-plays the episodes, and an executor that loses a process loses at most the episodes in flight.
+hands each to the runner's `on_played` as it finishes, which grades and stores it before the episode's
+slot is given to the next. So grading, the runs store and `--resume` behave the same whatever plays the
+episodes, what finished is stored even when the batch is interrupted a moment later, and an executor
+that loses a process loses at most the episodes in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal, Protocol, runtime_checkable
 
@@ -21,7 +23,7 @@ from worlds import AtollError, Instance, World
 from .._suite import Task
 from .._users import user_for
 
-Played = tuple[Task, int, Episode]
+OnPlayed = Callable[[Task, int, Episode], None]
 
 
 class ExecutorError(AtollError):
@@ -45,16 +47,19 @@ class BatchSetup:
 
 @runtime_checkable
 class Executor(Protocol):
-    """Plays a batch's episodes and yields each as it finishes, as `(task, seed, episode)`.
+    """Plays a batch's episodes, calling `on_played(task, seed, episode)` as each finishes.
 
-    The batch runner grades and stores what comes back; closing the iterator early (an interrupt, a
-    failure) must stop the episodes still in flight. An exception of the harness or the script (not
-    a model outage, which the episode records) is raised as it is, and stops the batch.
+    `on_played` grades and stores the episode; the executor calls it before it starts another episode
+    in that one's place, and never after `play` has returned. When `play` is cancelled (an interrupt)
+    or `on_played` or an episode raises (a harness or script error; a model outage is recorded by the
+    episode), the episodes still in flight are stopped and the exception goes on.
     """
 
     name: str
 
-    def play(self, setup: BatchSetup, episodes: Sequence[tuple[Task, int]]) -> AsyncIterator[Played]: ...
+    async def play(
+        self, setup: BatchSetup, episodes: Sequence[tuple[Task, int]], on_played: OnPlayed
+    ) -> None: ...
 
 
 def in_flight(model: Model, concurrency: int) -> int:
@@ -110,21 +115,30 @@ class LocalExecutor:
 
     name = "local"
 
-    async def play(self, setup: BatchSetup, episodes: Sequence[tuple[Task, int]]) -> AsyncIterator[Played]:
+    async def play(
+        self, setup: BatchSetup, episodes: Sequence[tuple[Task, int]], on_played: OnPlayed
+    ) -> None:
         slots = asyncio.Semaphore(in_flight(setup.model, setup.concurrency))  # FIFO: plan order
+        failed = False
 
-        async def one(task: Task, seed: int) -> Played:
-            async with slots:
-                with setup.world.instance(task.fixture, seed=seed, clock=task.clock) as instance:
-                    episode = await play_episode(
-                        setup.harness, instance, task, seed, setup.model, setup.user_model
-                    )
-            return task, seed, episode
+        async def one(task: Task, seed: int) -> None:
+            nonlocal failed
+            async with slots:  # held until the episode is stored: the next starts only then
+                if failed:  # an episode or its storing raised: start no more
+                    return
+                try:
+                    with setup.world.instance(task.fixture, seed=seed, clock=task.clock) as instance:
+                        episode = await play_episode(
+                            setup.harness, instance, task, seed, setup.model, setup.user_model
+                        )
+                    on_played(task, seed, episode)
+                except BaseException:
+                    failed = True
+                    raise
 
         running = [asyncio.ensure_future(one(task, seed)) for task, seed in episodes]
         try:
-            for finished in asyncio.as_completed(running):
-                yield await finished
+            await asyncio.gather(*running)
         finally:
             for future in running:
                 future.cancel()

@@ -22,8 +22,9 @@ import asyncio
 import importlib.util
 import itertools
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -41,7 +42,7 @@ from harnesses.models import (
 from worlds import RUN_FAILED, Clock, FixtureData, Instance
 
 from .._suite import Task
-from ._base import BatchSetup, ExecutorError, Played, in_flight, play_episode
+from ._base import BatchSetup, ExecutorError, OnPlayed, in_flight, play_episode
 
 # Batches a worker keeps ready (harness built, models made): the optimizer alternates a few harnesses.
 _KEPT_BATCHES = 4
@@ -108,7 +109,9 @@ class RayExecutor:
     def __repr__(self) -> str:
         return f"RayExecutor({self.name!r}, {len(self._pool)} workers)"
 
-    async def play(self, setup: BatchSetup, episodes: Sequence[tuple[Task, int]]) -> AsyncIterator[Played]:
+    async def play(
+        self, setup: BatchSetup, episodes: Sequence[tuple[Task, int]], on_played: OnPlayed
+    ) -> None:
         if not episodes:
             return
         import ray
@@ -133,7 +136,10 @@ class RayExecutor:
                 for future in sorted(done, key=lambda f: running[f][0]):  # dispatch order: deterministic
                     _, worker, _, task, seed = running.pop(future)
                     load[worker] -= 1
-                    yield task, seed, Episode.model_validate_json(_result(future))
+                    on_played(task, seed, Episode.model_validate_json(_result(future)))
+        except WorkerLost:
+            self.close()  # a dead worker stays dead: the next batch (a resume) starts a fresh pool
+            raise
         finally:
             for _, _, ref, _, _ in running.values():
                 ray.cancel(ref)
@@ -224,7 +230,9 @@ class RayExecutor:
 
 
 def _cache_paths(models: list[Model | None]) -> list[str]:
-    return sorted({str(m.cache.path) for m in models if type(m) is LiteLLMModel and m.cache is not None})
+    return sorted(
+        {str(Path(m.cache.path).resolve()) for m in models if type(m) is LiteLLMModel and m.cache is not None}
+    )
 
 
 def _result(future: asyncio.Future[str]) -> str:

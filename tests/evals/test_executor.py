@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 from minidesk.agent import SUITE, harness, solver
@@ -16,7 +17,7 @@ from evals import (
     Executor,
     ExecutorError,
     LocalExecutor,
-    Played,
+    OnPlayed,
     RunStore,
     Task,
     evaluate_batch,
@@ -41,17 +42,16 @@ class Backwards:
     def __init__(self) -> None:
         self.closed = False
 
-    async def play(self, setup: BatchSetup, episodes: Sequence[tuple[Task, int]]) -> AsyncIterator[Played]:
+    async def play(
+        self, setup: BatchSetup, episodes: Sequence[tuple[Task, int]], on_played: OnPlayed
+    ) -> None:
         try:
             for task, seed in reversed(episodes):
                 with setup.world.instance(task.fixture, seed=seed, clock=task.clock) as instance:
-                    yield (
-                        task,
-                        seed,
-                        await play_episode(
-                            setup.harness, instance, task, seed, setup.model, setup.user_model
-                        ),
+                    episode = await play_episode(
+                        setup.harness, instance, task, seed, setup.model, setup.user_model
                     )
+                on_played(task, seed, episode)
         finally:
             self.closed = True
 
@@ -81,6 +81,32 @@ async def test_a_failing_batch_closes_its_executor_and_keeps_what_was_stored(sui
             )
         (run,) = store.runs()
         assert executor.closed and run.status == "failed" and len(store.episodes(run.id)) == 2
+
+
+async def test_an_interrupt_keeps_every_episode_that_had_finished(suite, tmp_path, monkeypatch) -> None:
+    """Each episode is stored before its slot goes to the next, so a Ctrl-C a moment after episodes end
+    loses none that ended."""
+    finished: list[str] = []
+
+    async def counted(*args, **kwargs):
+        episode = await play_episode(*args, **kwargs)
+        finished.append(episode.task_id)
+        return episode
+
+    monkeypatch.setattr("evals._executors._base.play_episode", counted)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        batch = asyncio.ensure_future(
+            evaluate_batch(
+                harness(), suite, model=solver(latency_s=0.01), store=store, seeds=[0, 1, 2, 3], concurrency=8
+            )
+        )
+        while len(finished) < 5:
+            await asyncio.sleep(0.001)
+        batch.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await batch
+        (run,) = store.runs()
+        assert run.status == "interrupted" and len(store.episodes(run.id)) == len(finished) >= 5
 
 
 @pytest.mark.parametrize(
