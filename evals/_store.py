@@ -27,7 +27,7 @@ import secrets
 import socket
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -138,6 +138,8 @@ class RunStore:
         connection = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
         self.db = sqlite_utils.Database(connection)
         self._lock = threading.RLock()
+        self._readers = threading.local()  # each thread's read connection (see `read`)
+        self._reader_connections: list[sqlite3.Connection] = []
         self.db.enable_wal()
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
@@ -153,7 +155,27 @@ class RunStore:
         self.close()
 
     def close(self) -> None:
+        for connection in self._reader_connections:
+            connection.close()
         self.db.close()
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """The rows of one query, read on this thread's own connection, never the writer's.
+
+        A read on the shared connection from one thread while another thread starts a write on it can hold
+        a snapshot the write cannot upgrade past once a third process has written: SQLite then answers
+        "database is locked" at once, without waiting. A connection per reading thread (WAL: readers never
+        block the writer) takes neither the store's lock nor the write lock."""
+        connection = getattr(self._readers, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            connection.row_factory = sqlite3.Row
+            connection.execute("PRAGMA query_only = ON")
+            self._readers.connection = connection
+            self._reader_connections.append(connection)
+        return connection.execute(sql, params).fetchall()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite_utils.Database]:
@@ -386,8 +408,7 @@ class RunStore:
             )
 
     def harness_files(self, content_hash: str) -> dict[str, str]:
-        with self._lock:
-            rows = list(self.db["harness_snapshots"].rows_where("hash = ?", [content_hash]))
+        rows = self.read("SELECT files FROM harness_snapshots WHERE hash = ?", [content_hash])
         if not rows:
             raise StoreError(f"{self.path}: no harness snapshot {content_hash[:12]}")
         return json.loads(rows[0]["files"])

@@ -150,7 +150,7 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
             query = RunsQuery.model_validate(dict(request.query_params))
         except ValidationError as error:
             return _invalid(error, "query")
-        kinds = [row[0] for row in store.db.execute("SELECT DISTINCT kind FROM runs ORDER BY kind")]
+        kinds = [row[0] for row in store.read("SELECT DISTINCT kind FROM runs ORDER BY kind")]
         runs = store.runs(limit=query.limit, kind=query.kind)
         return {"data": [RunSummary.of(run).model_dump() for run in runs], "kinds": kinds}
 
@@ -161,13 +161,14 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
             run = store.run(ref)
         except StoreError as error:
             return _error(404, str(error), "unknown_run")
-        cursor = store.db.execute(
-            "SELECT task_id, seed, sample, score, passed, errored, stop_reason, error, tokens, cost, latency, "
-            "model_calls, reused_from FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
-            [run.id],
-        )
-        columns = [column[0] for column in cursor.description]
-        episodes = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+        episodes = [
+            dict(row)
+            for row in store.read(
+                "SELECT task_id, seed, sample, score, passed, errored, stop_reason, error, tokens, cost, latency, "
+                "model_calls, reused_from FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
+                [run.id],
+            )
+        ]
         for episode in episodes:
             episode["passed"], episode["errored"] = bool(episode["passed"]), bool(episode["errored"])
         return {"run": run.model_dump(mode="json"), "episodes": episodes}
@@ -200,13 +201,18 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
             query = ListQuery.model_validate(dict(request.query_params))
         except ValidationError as error:
             return _invalid(error, "query")
-        if not store.db[OPTIMIZATIONS_TABLE].exists():  # no optimization has run against this store
-            return {"data": []}
-        rows = store.db[OPTIMIZATIONS_TABLE].rows_where(
-            select="id, harness, model, status, stop_reason, started_at, finished_at, owner",
-            order_by="started_at DESC, rowid DESC",
-            limit=query.limit,
-        )
+        if not store.read(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [OPTIMIZATIONS_TABLE]
+        ):
+            return {"data": []}  # no optimization has run against this store
+        rows = [
+            dict(row)
+            for row in store.read(
+                "SELECT id, harness, model, status, stop_reason, started_at, finished_at, owner "
+                f"FROM {OPTIMIZATIONS_TABLE} ORDER BY started_at DESC, rowid DESC LIMIT ?",
+                [query.limit],
+            )
+        ]
         # `owner` (host and pid) only decides whether a `running` run is alive; the page needs the verdict.
         return {
             "data": [
@@ -224,7 +230,7 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
             return _error(404, str(error), "unknown_optimization")
         patches = {
             row[0]: row[1]
-            for row in store.db.execute(
+            for row in store.read(
                 f"SELECT iteration, patch FROM {PROPOSALS_TABLE} WHERE optimization_id = ?", [report.id]
             )
         }
@@ -248,9 +254,9 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
     @router.get("/api/releases")
     def list_releases() -> dict[str, Any]:
         """Every harness with a release chain, with its head (what is served) and its length."""
-        rows = releases.store.db.execute(
+        rows = releases.store.read(
             f"SELECT harness, COUNT(*) FROM {RELEASES_TABLE} GROUP BY harness ORDER BY harness"
-        ).fetchall()
+        )
         return {
             "data": [
                 {"harness": harness, "releases": count, "head": _dump(releases.head(harness))}

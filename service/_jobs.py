@@ -314,12 +314,12 @@ _COLUMNS: dict[str, type] = {
 def negative_feedback(store: RunStore, harness: str, after: str | None = None) -> tuple[int, str | None]:
     """(how many records of `harness` got negative feedback, when the newest of it was posted), counting only
     feedback posted after `after` (the store's timestamps, to the second) when given."""
-    row = store.db.execute(
+    (row,) = store.read(
         f"SELECT COUNT(DISTINCT f.record_id), MAX(f.updated_at) FROM {FEEDBACK_TABLE} f "
         f"JOIN {RECORDS_TABLE} r ON r.id = f.record_id "
         "WHERE r.harness = ? AND f.passed = 0 AND (? IS NULL OR f.updated_at > ?)",
         [harness, after, after],
-    ).fetchone()
+    )
     return row[0], row[1]
 
 
@@ -450,9 +450,7 @@ class Jobs:
         return rows[0] if rows else None
 
     def _rows(self, where: str, values: list[Any]) -> list[Job]:
-        cursor = self.store.db.execute(f"SELECT * FROM {TABLE} WHERE {where}", values)
-        columns = [column[0] for column in cursor.description]
-        return [_job(dict(zip(columns, row, strict=True))) for row in cursor.fetchall()]
+        return [_job(dict(row)) for row in self.store.read(f"SELECT * FROM {TABLE} WHERE {where}", values)]
 
     # -- starting, resuming, stopping -----------------------------------------------------------------
 

@@ -195,10 +195,10 @@ class RecipeLoop:
         mark = (evolved.feedback_mark or evolved.created_at) if evolved else None
         count, _ = negative_feedback(store, harness, mark)
         since = last.created_at if last else None
-        records = store.db.execute(
+        records = store.read(
             f"SELECT COUNT(*) FROM {RECORDS_TABLE} WHERE harness = ? AND (? IS NULL OR created_at >= ?)",
             [harness, since, since],
-        ).fetchone()[0]
+        )[0][0]
         return ServiceState(
             harness=harness,
             path=self.jobs.harnesses[harness],

@@ -191,9 +191,9 @@ class ReleaseChain:
         )
 
     def _rows(self, where: str, params: list[Any]) -> list[Release]:
-        cursor = self.store.db.execute(f"SELECT * FROM {TABLE} WHERE {where}", params)
-        columns = [column[0] for column in cursor.description]
-        return [_release(dict(zip(columns, row, strict=True))) for row in cursor.fetchall()]
+        return [
+            _release(dict(row)) for row in self.store.read(f"SELECT * FROM {TABLE} WHERE {where}", params)
+        ]
 
 
 def _release(row: dict[str, Any]) -> Release:
