@@ -389,8 +389,7 @@ class _Run:
         # world's call log keep the whole result, for graders and the proposers.
         shown = spec.shown(result.value) if result.ok and spec is not None else result.value
         content = result.model_copy(update={"value": shown}).for_model()
-        if len(content) > self.limits.observation_chars:
-            content = content[: self.limits.observation_chars] + " …(truncated)"
+        content = cut_observation(content, self.limits.observation_chars)
         if result.ok and spec is not None and call.arguments is not None:
             wrote = spec.kind == "world" and bool(self.instance.log[-1].changes)
             self.memory.succeeded(agent.name, call.name, call.arguments, shown, wrote)
@@ -423,7 +422,7 @@ class _Run:
             return ToolResult(tool=call.name, ok=False, error=failure)
         if agent.guards.preconditions and spec.requires and self.succeeded.isdisjoint(spec.requires):
             them = "it" if len(spec.requires) == 1 else "one of them"
-            return _failure(
+            return tool_failure(
                 call.name,
                 "precondition_refused",
                 f"{call.name} runs only after {' or '.join(spec.requires)} has succeeded. Call {them} first.",
@@ -433,27 +432,18 @@ class _Run:
     def _execute(self, agent: _Agent, spec: ToolSpec | None, call: Call) -> ToolResult:
         if spec is None:
             known = ", ".join([*agent.specs, *(["reply"] if agent.protocol.name == "text" else [])])
-            return _failure(
+            return tool_failure(
                 call.name, "unknown_tool", f"You have no tool {call.name!r}. Your tools: {known}."
             )
         if call.error is not None:
-            return _failure(call.name, "invalid_arguments", call.error)
+            return tool_failure(call.name, "invalid_arguments", call.error)
         arguments = call.arguments or {}
         if spec.kind == "delegate":
-            return _failure(
+            return tool_failure(
                 call.name, "invalid_arguments", 'request: give the request as {"request": "<text>"}'
             )
         if spec.kind == "skill":
-            skill = arguments.get("name")
-            if skill not in self.harness.agent(agent.name).skills:
-                return _failure(
-                    call.name,
-                    "not_found",
-                    f"No skill {skill!r}. Skills: {', '.join(self.harness.agent(agent.name).skills)}.",
-                )
-            return ToolResult(
-                tool=call.name, ok=True, value={"skill": skill, "text": self.harness.skills[skill]}
-            )
+            return skill_result(self.harness, agent.name, call.name, arguments)
         return self.instance.call(call.name, **arguments)
 
     def _event(self, kind: str, agent: str, **fields: Any) -> None:
@@ -467,5 +457,18 @@ def _reply_now(agent: _Agent) -> str:
     return f"Reply now with what you have found, {agent.protocol.how_to_reply}."
 
 
-def _failure(tool: str, kind: str, message: str) -> ToolResult:
+def tool_failure(tool: str, kind: str, message: str) -> ToolResult:
     return ToolResult(tool=tool, ok=False, error=ToolFailure(type=kind, message=message))
+
+
+def skill_result(harness: Harness, agent: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+    """What `load_skill` returns: the skill's text, or not_found naming the agent's skills."""
+    skill, skills = arguments.get("name"), harness.agent(agent).skills
+    if skill not in skills:
+        return tool_failure(tool, "not_found", f"No skill {skill!r}. Skills: {', '.join(skills)}.")
+    return ToolResult(tool=tool, ok=True, value={"skill": skill, "text": harness.skills[skill]})
+
+
+def cut_observation(content: str, limit: int) -> str:
+    """A tool result as the agent reads it: at most `limit` characters (limits.observation_chars)."""
+    return content if len(content) <= limit else content[:limit] + " …(truncated)"

@@ -22,12 +22,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from worlds import TIMESTAMP_FORMAT, ToolFailure, ToolResult
+from worlds import TIMESTAMP_FORMAT, ToolResult
 
 from ._files import HarnessError
 from ._harness import Harness
 from ._prompt import prompt_hash, retrieved_examples, sent_prompts, system_prompt
 from ._protocols import PROTOCOLS, AssistantTurn, Call, ErrorTurn, ResultTurn, Turn, UserTurn
+from ._runtime import cut_observation, skill_result, tool_failure
 from ._tools import ToolSpec, tool_specs
 from .models import Model, ModelUsage, ToolCall
 
@@ -229,7 +230,7 @@ def _shaped(content: str, spec: ToolSpec | None, limit: int) -> str:
             value = None
         if value is not None and not (isinstance(value, dict) and "error" in value):
             content = json.dumps(spec.shown(value), ensure_ascii=False, default=str)
-    return content if len(content) <= limit else content[:limit] + " …(truncated)"
+    return cut_observation(content, limit)
 
 
 def _answered_here(harness: Harness, agent: str, spec: ToolSpec | None, call: Call) -> ToolResult | None:
@@ -237,16 +238,13 @@ def _answered_here(harness: Harness, agent: str, spec: ToolSpec | None, call: Ca
     tool, unreadable arguments); None for a world tool or a delegation, which the client runs."""
     if spec is None:
         known = ", ".join(known_spec.name for known_spec in tool_specs(harness, agent))
-        return _failure(call.name, "unknown_tool", f"You have no tool {call.name!r}. Your tools: {known}.")
+        return tool_failure(
+            call.name, "unknown_tool", f"You have no tool {call.name!r}. Your tools: {known}."
+        )
     if call.error is not None or call.arguments is None:
-        return _failure(call.name, "invalid_arguments", call.error or "the arguments must be a JSON object")
+        return tool_failure(
+            call.name, "invalid_arguments", call.error or "the arguments must be a JSON object"
+        )
     if spec.kind != "skill":
         return None
-    skill, skills = call.arguments.get("name"), harness.agent(agent).skills
-    if skill not in skills:
-        return _failure(call.name, "not_found", f"No skill {skill!r}. Skills: {', '.join(skills)}.")
-    return ToolResult(tool=call.name, ok=True, value={"skill": skill, "text": harness.skills[skill]})
-
-
-def _failure(tool: str, kind: str, message: str) -> ToolResult:
-    return ToolResult(tool=tool, ok=False, error=ToolFailure(type=kind, message=message))
+    return skill_result(harness, agent, call.name, call.arguments)
