@@ -55,7 +55,9 @@ def records_router(records: RecordStore) -> APIRouter:
 
     @router.post("/feedback", response_model=None)
     async def post_feedback(request: Request) -> dict[str, Any] | JSONResponse:
-        """Merge feedback into the rows of the records it names; returns the merged rows."""
+        """Merge feedback into the rows of the records it names; returns what each merged row holds now,
+        without the comment and correction (the caller has them: echoed once per record named, a reply was
+        a hundred times the post)."""
         try:  # pydantic's own parser: a body nested past its depth limit is invalid JSON, not a RecursionError
             feedback = FeedbackIn.model_validate_json(await request.body())
         except ValidationError as error:  # not JSON, not UTF-8, too deep, or not a feedback post
@@ -64,7 +66,8 @@ def records_router(records: RecordStore) -> APIRouter:
             merged = await asyncio.to_thread(records.add_feedback, feedback)
         except UnknownRecord as error:
             return _unknown(error)
-        return {"object": "list", "data": [row.model_dump(mode="json") for row in merged]}
+        texts = {"comment", "correction"}
+        return {"object": "list", "data": [row.model_dump(mode="json", exclude=texts) for row in merged]}
 
     @router.get("/v1/records", response_model=None)
     def list_records(request: Request) -> dict[str, Any] | JSONResponse:

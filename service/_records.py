@@ -4,10 +4,11 @@ A record is what the harness was asked and what it answered, so that real traffi
 and drafted into eval tasks (service/_tasks.py). Records live in the runs store, in two tables of their own:
 `records` (one row per served call) and `record_feedback` (one row per record and feedback source).
 
-Privacy comes first: `RecordStore.add` redacts the request, the response and the error (the built-in
-redactors named in atoll.toml's `[records]`, then the project's own hook) and the client's session id (the
-built-ins) before anything is written, and drops records older than the retention while it is at it.
-Feedback text is redacted by the built-ins too.
+Privacy comes first: `RecordStore.add` redacts every string and number of the request, the response and the
+error, dict keys included (the built-in redactors, all of them unless atoll.toml's `[records]` names fewer,
+then the project's own hook) and the client's session id (the built-ins) before anything is written, and
+drops records older than the retention while it is at it (deleted rows are overwritten: secure_delete).
+Feedback text and its source are redacted by the built-ins too.
 
 Calls of one conversation share a session: the client's own id when it gives one, else the session of the
 earlier call whose messages and answer the new request starts with, when only one session holds that
@@ -23,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import logging
 import re
 import secrets
 import sqlite3
@@ -34,18 +36,33 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evals import RunStore
 from worlds import PROJECT_FILE, TIMESTAMP_FORMAT, AtollError, ProjectError, find_project
+
+_log = logging.getLogger(__name__)
 
 RECORDS_TABLE = "records"
 FEEDBACK_TABLE = "record_feedback"
 PRUNE_EVERY_S = 60.0  # `add` drops expired records at most this often: one indexed DELETE a minute
 MAX_PREFIXES = 64  # the longest conversation prefixes a new request is matched on (one indexed IN query)
 SUMMARY_CHARS = 200  # a summary's opening user message and reply are cut to this many characters
+MAX_FEEDBACK_RECORDS = 100  # the records one feedback post may name
+MAX_FEEDBACK_CHARS = 4000  # the longest comment or correction
+
+MAX_RETENTION_DAYS = 36_500  # a hundred years: the cutoff `now - retention` is always a date
 
 Redactor = Literal["email", "phone", "card"]
+REDACTORS: tuple[Redactor, ...] = ("email", "phone", "card")
 
 
 class RecordError(AtollError):
@@ -69,20 +86,20 @@ class UnknownRecord(RecordError):
 class RecordPolicy(BaseModel):
     """atoll.toml's `[records]` table: what is redacted before a record is written, and how long it is kept.
 
-    Example:
+    Without the table every built-in redactor runs and records are kept 30 days. Example:
 
         [records]
-        redact = ["email", "phone", "card"]
+        redact = ["email", "phone", "card"]    # the default; [] writes records as they were sent
         redact_hook = "mydesk.privacy:scrub"   # a function (dict) -> dict in your repository
-        retention_days = 30                    # days; RecordPolicy(retention_days=None) keeps records forever
+        retention_days = 30                    # days (at most 36500); "forever" keeps every record
     """
 
     model_config = ConfigDict(extra="forbid")
 
     redact: list[Redactor] = Field(
-        default_factory=list,
-        description="Built-in redactors applied to every string of the request, response and error: matches "
-        "become `[email]`, `[phone]`, `[card]`.",
+        default_factory=lambda: list(REDACTORS),
+        description="Built-in redactors applied to every string and number of the request, response and error "
+        "(dict keys too): matches become `[email]`, `[phone]`, `[card]`. Default all; [] none.",
     )
     redact_hook: str | None = Field(
         None,
@@ -92,9 +109,18 @@ class RecordPolicy(BaseModel):
         "whose `error` it returns as a string (or drops); imported with the project folder on the path.",
     )
     retention_days: float | None = Field(
-        30, gt=0, description="Records older than this are dropped; None: never."
+        30,
+        gt=0,
+        le=MAX_RETENTION_DAYS,
+        description=f'Records older than this are dropped (at most {MAX_RETENTION_DAYS}); "forever" (None): never.',
     )
     _root: Path | None = PrivateAttr(None)  # the folder of atoll.toml, where the hook's package lives
+
+    @field_validator("retention_days", mode="before")
+    @classmethod
+    def _forever(cls, value: Any) -> Any:
+        """TOML has no null: `retention_days = "forever"` says to keep every record."""
+        return None if value == "forever" else value
 
     def hook(self) -> Callable[[dict[str, Any]], Any] | None:
         """The redaction hook, imported; RecordError naming it when it cannot be."""
@@ -121,7 +147,7 @@ class RecordPolicy(BaseModel):
 
 def load_record_policy(start: Path | None = None) -> RecordPolicy:
     """The `[records]` table of the project file at or above `start` (default the working directory), checked;
-    the defaults (no redaction, 30 days) when there is no project file or no table."""
+    the defaults (every built-in redactor, 30 days) when there is no project file or no table."""
     project = find_project(start)
     if project is None:
         return RecordPolicy()
@@ -142,28 +168,36 @@ def load_record_policy(start: Path | None = None) -> RecordPolicy:
 
 # -- redaction --------------------------------------------------------------------------------------------
 
-# Broader than any address a person would call an email: every `local@label.label` goes.
-_EMAIL = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+")
-# 13-19 digits, optionally grouped by spaces or dashes; replaced only when the Luhn check passes.
-_CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
-# Digit groups joined by separators, optionally with +country and (area); replaced only with 9-15 digits, so
-# a date (2026-03-02, 8 digits), a time (09:00), an amount (59.99) or an id (ORD-1012) stays.
+# Every pattern is linear in the text: a run of characters is tried only from its start (the lookbehind refuses
+# any other position in one step) and every other repetition is bounded, so no input can make a match retry a
+# long run from each of its characters (`a` * 64,000 took 19 s with an unanchored local part). A leading
+# lookahead on the first character lets the engine skip the positions where no match can start.
+_LOCAL = r"[\w.!#$%&'*+/=?^`{|}~-]"
+# Broader than any address a person would call an email: `local@host`, `local@label.label`, `local@[10.0.0.1]`,
+# and the full-width `＠` and small `﹫` a pasted address may carry.
+_EMAIL = re.compile(rf"(?<!{_LOCAL}){_LOCAL}+[@\uff20\ufe6b](?:\[[0-9A-Fa-f.:]+\]|[\w-]+(?:\.[\w-]+)*)")
+# 13-19 digits, optionally grouped by spaces, dots, slashes or dashes, wherever they stand (`card_4111…`);
+# replaced only when the Luhn check passes. Not a part of a longer run of digits, nor of a dashed id.
+_CARD = re.compile(r"(?=\d)(?<![\d-])\d(?:[ ./-]?\d){12,18}(?!-?\d)")
+# 9-15 digits in one run, or digit groups joined by separators, optionally with +country and (area); replaced
+# only with 9-15 digits, so a date (2026-03-02, 8 digits), a time (09:00), an amount (59.99) or an id
+# (ORD-1012) stays.
 _PHONE = re.compile(
-    r"(?<![\w.+-])(?:\+\d{7,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4})(?![\w:-]|\.\d)"
+    r"(?=[+(\d])(?<![\w.+-])(?:\+\d{7,15}|\d{9,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4})"
+    r"(?![\w:-]|\.\d)"
 )
+_AT = re.compile("[@\uff20\ufe6b]")  # no email without one: most text is passed over in one scan
+_CARD_SEPARATORS = str.maketrans("", "", " ./-")
+_DOUBLED = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9]  # a digit doubled, its digits summed (Luhn)
 
 
 def _luhn(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char) * (2 if index % 2 else 1)
-        total += value - 9 if value > 9 else value
+    total = sum(map(int, digits[-1::-2])) + sum(_DOUBLED[int(char)] for char in digits[-2::-2])
     return total % 10 == 0
 
 
 def _card(match: re.Match[str]) -> str:
-    digits = re.sub(r"\D", "", match.group())
-    return "[card]" if _luhn(digits) else match.group()
+    return "[card]" if _luhn(match.group().translate(_CARD_SEPARATORS)) else match.group()
 
 
 def _phone(match: re.Match[str]) -> str:
@@ -173,10 +207,13 @@ def _phone(match: re.Match[str]) -> str:
 
 # Cards before phones: a card number is also a run of digit groups.
 _REDACTORS: dict[str, Callable[[str], str]] = {
-    "email": lambda text: _EMAIL.sub("[email]", text),
+    "email": lambda text: _EMAIL.sub("[email]", text) if _AT.search(text) else text,
     "card": lambda text: _CARD.sub(_card, text),
     "phone": lambda text: _PHONE.sub(_phone, text),
 }
+# What Atoll itself writes around the model's answer (`_wire.completion`): no client's or model's words, and
+# `created` (ten digits) is no phone number.
+_ENVELOPE = frozenset({"id", "object", "created", "model", "system_fingerprint", "usage"})
 
 
 def redact_text(text: str, redactors: Iterable[str]) -> str:
@@ -188,12 +225,35 @@ def redact_text(text: str, redactors: Iterable[str]) -> str:
     return text
 
 
-def _redact_value(value: Any, redactors: list[str]) -> Any:
-    """A redacted copy: every string inside (not the keys) redacted; the caller's objects stay as they were."""
+def _redact_number(value: int | float, redactors: list[str]) -> int | float | str:
+    """A JSON number as it is, or its redacted text when its digits are a card or a phone number
+    (`"cc": 5500005555555559` is a card however it was sent)."""
+    whole = isinstance(value, int) or (value.is_integer() and abs(value) < 1e19)
+    text = str(int(value)) if whole else repr(value)
+    redacted = redact_text(text, redactors)
+    return value if redacted == text else redacted
+
+
+def _redact_value(value: Any, redactors: list[str], *, skip: frozenset[str] = frozenset()) -> Any:
+    """A redacted copy: every string and number inside, dict keys too, redacted (but the top-level keys in
+    `skip`, kept as they are); the caller's objects stay as they were."""
     if isinstance(value, str):
         return redact_text(value, redactors)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return _redact_number(value, redactors)
     if isinstance(value, dict):
-        return {key: _redact_value(item, redactors) for key, item in value.items()}
+        redacted: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in skip:
+                redacted[key] = item
+                continue
+            name = redact_text(str(key), redactors)
+            while name in redacted:  # two keys redacted alike both stay: `[email]`, `[email]'`
+                name += "'"
+            redacted[name] = _redact_value(item, redactors)
+        return redacted
     if isinstance(value, list | tuple):
         return [_redact_value(item, redactors) for item in value]
     return value
@@ -415,11 +475,14 @@ class FeedbackIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    record_ids: list[str] = Field(min_length=1, max_length=100)
+    record_ids: list[str] = Field(min_length=1, max_length=MAX_FEEDBACK_RECORDS)
     score: float | None = Field(None, ge=0.0, le=1.0)
     passed: bool | None = None
-    comment: str | None = None
-    correction: str | None = Field(None, description="What the reply should have said.")
+    # Bounded: a post is written once per record it names, so its text is stored up to 100 times.
+    comment: str | None = Field(None, max_length=MAX_FEEDBACK_CHARS)
+    correction: str | None = Field(
+        None, max_length=MAX_FEEDBACK_CHARS, description="What the reply should have said."
+    )
     source: str = Field("default", min_length=1, max_length=200)
 
     @model_validator(mode="after")
@@ -519,6 +582,8 @@ class RecordStore:
         self._hook = self.policy.hook()
         self._pruned_at = float("-inf")
         with store.transaction() as db:
+            # A deleted (pruned) record is overwritten, not left in free pages for anyone who reads the file.
+            db.execute("PRAGMA secure_delete = ON")
             table = db[RECORDS_TABLE]
             # A store from before summaries were kept: its records get theirs once, here.
             summarise = table.exists() and "opening" not in table.columns_dict
@@ -553,7 +618,7 @@ class RecordStore:
         messages, as they were stored. Raises RecordError, writing nothing, when the redaction hook fails.
         """
         if time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
-            self.prune()
+            self._prune_quietly()
         request, response, error = self._redacted(record)
         given = None if not record.session else redact_text(record.session, self.policy.redact)
         thread = _thread_hash(request, response)
@@ -603,7 +668,7 @@ class RecordStore:
         request, response, error = record.request, record.response, record.error
         if redactors:  # a copy: the response is still on its way to the client, whole
             request = _redact_value(request, redactors)
-            response = None if response is None else _redact_value(response, redactors)
+            response = None if response is None else _redact_value(response, redactors, skip=_ENVELOPE)
             error = None if error is None else redact_text(error, redactors)
         if self._hook is not None:
             request = self._call_hook(json.loads(json.dumps(request)))  # the hook may edit what it is given
@@ -658,10 +723,11 @@ class RecordStore:
         A second post from the same source updates that row field by field: a field the post gives replaces
         the stored one, a field it leaves out (None) keeps it, and `posts` counts the posts. Score and passed
         are completed first (see `FeedbackIn`), so a later `passed: false` also sets the score to 0.
-        Comment and correction go through the built-in redactors. Raises UnknownRecord, writing nothing, when
-        any id is not stored. Returns the merged rows, in the order of `record_ids`.
+        Comment, correction and source go through the built-in redactors. Raises UnknownRecord, writing
+        nothing, when any id is not stored. Returns the merged rows, in the order of `record_ids`.
         """
         redactors = list(self.policy.redact)
+        source = redact_text(feedback.source, redactors)
         given = {
             "score": feedback.score,
             "passed": feedback.passed,
@@ -686,7 +752,7 @@ class RecordStore:
             stored = {
                 row["record_id"]: row
                 for row in db[FEEDBACK_TABLE].rows_where(
-                    f"source = ? AND record_id IN ({marks})", [feedback.source, *record_ids]
+                    f"source = ? AND record_id IN ({marks})", [source, *record_ids]
                 )
             }
             merged = []
@@ -694,7 +760,7 @@ class RecordStore:
                 before = stored.get(record_id)
                 row = {
                     "record_id": record_id,
-                    "source": feedback.source,
+                    "source": source,
                     "posts": 1 if before is None else before["posts"] + 1,
                     "created_at": now if before is None else before["created_at"],
                     "updated_at": now,
@@ -705,6 +771,18 @@ class RecordStore:
                 db[FEEDBACK_TABLE].upsert(row, pk=("record_id", "source"))
                 merged.append(_feedback(row))
         return merged
+
+    def _prune_quietly(self) -> None:
+        """Prune for `add`, which must never fail a call that was answered because the store could not drop
+        old records: a failed prune is logged and tried again a minute later."""
+        try:
+            self.prune()
+        except (sqlite3.Error, OverflowError, ValueError) as error:
+            _log.warning(
+                "records: pruning failed (%s: %s); the call is recorded, pruning is retried in a minute",
+                type(error).__name__,
+                error,
+            )
 
     def prune(self, now: datetime | None = None) -> int:
         """Drop the records older than the retention, with their feedback; returns how many records went."""

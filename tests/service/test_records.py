@@ -144,6 +144,130 @@ def test_phone_and_card_redactors_spare_dates_amounts_and_ids(text: str, kept: s
     assert redact_text(text, ["phone", "card"]) == kept
 
 
+# What redaction must never let reach the file, as the issue that found the leaks sent them: JSON numbers, dict
+# keys, cards grouped by dots or slashes or glued to a word, phones without separators, a host without a dot,
+# an address literal, a full-width at sign.
+LEAKS = {
+    "ada@example.com": "a dict key",
+    "5500005555555559": "a card sent as a JSON number",
+    "14155550199": "a phone sent as a JSON number, and as text without separators",
+    "4111.1111.1111.1111": "a card grouped by dots",
+    "4111/1111/1111/1111": "a card grouped by slashes",
+    "4111111111111111": "a card glued to a word",
+    "root@localhost": "an address without a dot",
+    "carol@[192.168.1.1]": "an address literal",
+    "ada＠example.com": "a full-width at sign",
+    "ops@example.com": "the feedback source",
+    "bob@example.com": "a feedback comment",
+}
+
+
+def stored_bytes(store: RunStore) -> bytes:
+    """The database file and its write-ahead log, as anyone who can read them would see them."""
+    return b"".join(path.read_bytes() for path in (store.path, Path(f"{store.path}-wal")) if path.exists())
+
+
+def test_nothing_redaction_hides_reaches_the_database_or_its_wal(
+    records: RecordStore, store: RunStore
+) -> None:
+    said = (
+        "cards 4111.1111.1111.1111 and 4111/1111/1111/1111, ref card_4111111111111111, call 14155550199, "
+        "mail root@localhost or carol@[192.168.1.1] or ada＠example.com"
+    )
+    request = chat(user(said), metadata={"ada@example.com": {"cc": 5500005555555559, "phone": 14155550199}})
+    record = records.add(new(request, {**answer(said), "created": 1767225600}))
+    records.add_feedback(
+        FeedbackIn(
+            record_ids=[record.id], passed=False, source="ops@example.com", comment="ask bob@example.com"
+        )
+    )
+    raw = stored_bytes(store)
+    leaked = {secret: why for secret, why in LEAKS.items() if secret.encode() in raw}
+    assert not leaked, f"found in the stored bytes: {leaked}"
+    stored = records.get(record.id)
+    assert stored.request["metadata"] == {"[email]": {"cc": "[card]", "phone": "[phone]"}}
+    assert stored.feedback[0].source == "[email]"
+    assert stored.response["created"] == 1767225600, "Atoll's own envelope (ten digits) is no phone number"
+
+
+def test_deleted_records_are_overwritten_in_the_file(store: RunStore) -> None:
+    RecordStore(store)
+    assert store.db.execute("PRAGMA secure_delete").fetchone()[0] == 1
+
+
+def test_two_keys_redacted_alike_both_stay(records: RecordStore) -> None:
+    record = records.add(
+        new(chat(user("hi"), metadata={"a@example.com": 1, "b@example.com": 2}), answer("Hi."))
+    )
+    assert sorted(record.request["metadata"].values()) == [1, 2]
+
+
+def luhn_card(body: str) -> str:
+    """`body` digits completed by their Luhn check digit."""
+    total = 0
+    for index, char in enumerate(reversed(body)):
+        value = int(char) * (1 if index % 2 else 2)
+        total += value - 9 if value > 9 else value
+    return body + str(-total % 10)
+
+
+@given(
+    body=st.text("0123456789", min_size=12, max_size=18).filter(lambda digits: digits[0] != "0"),
+    separator=st.sampled_from(["", " ", "-", ".", "/"]),
+    before=st.sampled_from(["", "card ", "card_", "cc:", "(", "#"]),
+    as_number=st.booleans(),
+)
+def test_a_card_never_survives_whatever_its_grouping(
+    body: str, separator: str, before: str, as_number: bool
+) -> None:
+    digits = luhn_card(body)
+    grouped = separator.join(digits[i : i + 4] for i in range(0, len(digits), 4))
+    value: Any = int(digits) if as_number else f"{before}{grouped} ok"
+    redacted = json.dumps(records_module._redact_value({"v": value}, ["email", "phone", "card"]))
+    assert digits not in redacted.replace(separator, "") if separator else digits not in redacted, redacted
+
+
+@given(digits=st.text("0123456789", min_size=10, max_size=15), as_number=st.booleans())
+def test_a_phone_number_without_separators_never_survives(digits: str, as_number: bool) -> None:
+    value: Any = int("1" + digits[1:]) if as_number else f"call {digits} now"
+    redacted = json.dumps(records_module._redact_value([value], ["phone", "card"]))
+    assert not re.search(r"\d{10}", redacted), redacted
+
+
+@given(
+    email=st.emails(),
+    at=st.sampled_from(["@", "＠", "﹫"]),
+    host=st.sampled_from(["", "localhost", "[192.168.1.1]", "[::1]"]),
+)
+def test_an_address_never_survives_whatever_its_host(email: str, at: str, host: str) -> None:
+    local, _, domain = email.rpartition("@")
+    text = f"to {local}{at}{host or domain}."
+    assert redact_text(text, ["email"]) == "to [email].", text
+
+
+ADVERSARIAL = {
+    "one local part": "a" * (1 << 20),
+    "at signs": "a@" * (1 << 19),
+    "dots": "a." * (1 << 19),
+    "digits": "1" * (1 << 20),
+    "spaced digits": "1 " * (1 << 19),
+    "dashed digits": "1-" * (1 << 19),
+    "plus signs": "+1" * (1 << 19),
+    "brackets": "a@[1" * (1 << 18),
+}
+
+
+@pytest.mark.parametrize("name", ADVERSARIAL)
+def test_redacting_a_mebibyte_of_adversarial_text_is_well_under_a_second(
+    records: RecordStore, name: str
+) -> None:
+    body = chat(user(ADVERSARIAL[name]))
+    started = time.perf_counter()
+    records.add(new(body, answer("ok")))
+    took = time.perf_counter() - started
+    assert took < 1.0, f"{name}: {took:.2f} s to redact and store 1 MiB"
+
+
 def test_adding_a_record_stays_well_under_a_millisecond(records: RecordStore) -> None:
     history = [user("hello"), {"role": "assistant", "content": "Hi!"}, user("my order ORD-1 is late")]
     records.add(new(chat(*history[:1]), answer("Hi!")))
@@ -316,6 +440,32 @@ def test_adding_prunes_what_has_expired(store: RunStore, monkeypatch: pytest.Mon
         RecordStore(store).get(old.id)
 
 
+def test_a_failed_prune_never_fails_the_call_being_recorded(
+    records: RecordStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def locked(*_: Any, **__: Any) -> int:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(records, "prune", locked)
+    record = records.add(new(chat(user("hi")), answer("Hello.")))
+    assert records.get(record.id).id == record.id
+    assert "pruning failed (OperationalError: database is locked)" in caplog.text
+
+
+@pytest.mark.parametrize("days", ["1000000", "inf", "nan", "0", "-1"])
+def test_a_retention_no_date_can_hold_is_refused_when_the_policy_loads(tmp_path: Path, days: str) -> None:
+    with pytest.raises(ProjectError, match="records.retention_days"):
+        load_record_policy(project_with(tmp_path, f"retention_days = {days}"))
+
+
+def test_forever_keeps_every_record(tmp_path: Path, store: RunStore) -> None:
+    policy = load_record_policy(project_with(tmp_path, 'retention_days = "forever"'))
+    assert policy.retention_days is None
+    records = RecordStore(store, policy)
+    records.add(new(chat(user("hi")), answer("Hello.")))
+    assert records.prune(now=datetime.now(UTC) + timedelta(days=365_000)) == 0
+
+
 # -- the policy and its hook --------------------------------------------------------------------------------
 
 
@@ -398,8 +548,10 @@ def test_a_wrong_records_table_names_the_file_and_the_field(tmp_path: Path) -> N
         load_record_policy(tmp_path)
 
 
-def test_no_project_file_means_the_defaults(tmp_path: Path) -> None:
-    assert load_record_policy(tmp_path) == RecordPolicy(redact=[], redact_hook=None, retention_days=30)
+def test_no_project_file_means_the_defaults_every_redactor_and_30_days(tmp_path: Path) -> None:
+    assert load_record_policy(tmp_path) == RecordPolicy(
+        redact=["email", "phone", "card"], redact_hook=None, retention_days=30
+    )
 
 
 def test_since_takes_spans_and_dates() -> None:
@@ -429,8 +581,6 @@ def test_feedback_is_posted_and_read_back_over_http(records: RecordStore, client
         "source": "app",
         "score": 0.0,
         "passed": False,
-        "comment": None,
-        "correction": None,
         "posts": 1,
         "created_at": "",
         "updated_at": "",
@@ -441,6 +591,19 @@ def test_feedback_is_posted_and_read_back_over_http(records: RecordStore, client
         client.get(f"/v1/records/{record.id}").json()["response"]["choices"][0]["message"]["content"]
         == "Hello."
     )
+
+
+def test_feedback_text_is_bounded_and_never_echoed(records: RecordStore, client: TestClient) -> None:
+    ids = [records.add(new(chat(user(f"hi {n}")), answer("Hello."))).id for n in range(100)]
+    too_long = client.post("/feedback", json={"record_ids": ids, "comment": "x" * 4001})
+    assert too_long.status_code == 400 and "comment" in too_long.json()["error"]["message"]
+    posted = client.post(
+        "/feedback", json={"record_ids": ids, "comment": "y" * 4000, "correction": "z" * 4000}
+    )
+    assert posted.status_code == 200
+    assert len(posted.content) < 30_000, "the reply holds the rows, not 100 copies of the texts"
+    assert "yyyy" not in posted.text and "zzzz" not in posted.text
+    assert records.get(ids[0]).feedback[0].comment == "y" * 4000
 
 
 @pytest.mark.parametrize(
