@@ -19,13 +19,14 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from evals import RunStore
 from harnesses.models import Model
 from worlds import World
-from worlds.serve import ResetRequest, check_bind, create_app
+from worlds.serve import ResetRequest, check_bind, check_token, create_app
 
 from ._console_api import console_router
 from ._endpoint import RECORD_HEADER, HarnessEndpoint
 from ._feedback_api import records_router
 from ._jobs import Jobs
 from ._jobs_api import jobs_router
+from ._protocol import guarded_protocol
 from ._recipes import RecipeLoop, load_recipe
 from ._records import RecordPolicy, RecordStore, load_record_policy
 from ._releases import ReleaseChain
@@ -58,7 +59,9 @@ def create_service_app(
     jobs on its own, checking every `check_every` seconds; the rest is as `worlds.serve.create_app`.
 
     At start-up the jobs of the served harnesses left running by a process that is gone, or interrupted
-    by a service that stopped, are resumed; at shutdown the jobs running are interrupted, to resume."""
+    by a service that stopped, are resumed; at shutdown the jobs running are interrupted, to resume.
+    ValueError for an empty or blank `token`."""
+    check_token(token)
     app = create_app(
         worlds, defaults=defaults, max_sessions=max_sessions, idle_seconds=idle_seconds, token=token
     )
@@ -177,11 +180,14 @@ def run_service(
     check_bind(host, token)
     app = create_service_app(token=token, **options)
     in_flight = options.get("max_in_flight", 64) + options.get("max_sessions", 256)
+    limit = in_flight + 64
     uvicorn.run(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        limit_concurrency=in_flight + 64,
+        limit_concurrency=limit,
+        # Connections still sending their headers may hold a quarter of the capacity, never all of it.
+        http=guarded_protocol(max_waiting=max(16, limit // 4)),
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )

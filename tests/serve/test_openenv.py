@@ -174,7 +174,7 @@ def test_bad_json_rpc_gets_json_rpc_errors(url):
 
 def test_an_oversized_request_body_is_refused(url):
     response = httpx.post(f"{url}/mcp", content=b"x" * (2 << 20))
-    assert response.status_code == 413 and "at most" in response.json()["error"]
+    assert response.status_code == 413 and "at most" in response.json()["error"]["message"]
 
 
 def test_sessions_past_the_limit_are_refused_with_capacity_reached(shop, serve):

@@ -4,7 +4,7 @@ Every client gets a private instance (one per MCP session, one per OpenEnv WebSo
 number alive at once is bounded, and idle ones are closed. See docs/serving.md.
 """
 
-from ._auth import Guard, check_bind, is_loopback
+from ._auth import Guard, check_bind, check_token, is_loopback
 from ._catalog import WorldCatalog
 from ._mcp import create_mcp_http_app, create_mcp_server, run_mcp
 from ._openenv import create_app, run_server
@@ -20,6 +20,7 @@ __all__ = [
     "UnknownSession",
     "WorldCatalog",
     "check_bind",
+    "check_token",
     "create_app",
     "create_mcp_http_app",
     "create_mcp_server",

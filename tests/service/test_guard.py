@@ -1,0 +1,167 @@
+"""The guard in front of every route, attacked as a hostile page or client would: an empty token, a rebinding
+Host with a token, framing, cross-site posts, clients that trickle their headers or body; refusals in the
+OpenAI error shape."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI, Request
+from typer.testing import CliRunner
+
+from cli import app as cli_app
+from evals import RunStore
+from service import create_service_app
+from service._protocol import guarded_protocol
+from worlds.serve import Guard, check_bind
+
+TOKEN = "s3cret"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[RunStore]:
+    with RunStore(tmp_path / "runs.sqlite") as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("token", ["", "   ", "\t"])
+def test_an_empty_token_is_refused_before_anything_is_served(store: RunStore, token: str) -> None:
+    with pytest.raises(ValueError, match="the token is empty"):
+        create_service_app(worlds=["helpdesk"], store=store, token=token)
+    with pytest.raises(ValueError, match="the token is empty"):
+        check_bind("127.0.0.1", token)
+    result = CliRunner().invoke(cli_app, ["serve", "--token", token])
+    assert result.exit_code == 2 and "the token is empty" in result.stderr
+    assert "serving" not in result.stderr
+
+
+def test_a_rebinding_host_is_refused_on_a_loopback_bind_even_with_the_token(store: RunStore, serve) -> None:
+    with serve(create_service_app(worlds=["helpdesk"], store=store, token=TOKEN)) as url:
+        for path in ("/health", "/v1/records", "/jobs"):
+            rebound = httpx.get(f"{url}{path}", headers={**BEARER, "Host": "evil.example"})
+            assert rebound.status_code == 403, path
+            assert "not loopback" in rebound.json()["error"]["message"]
+        assert httpx.get(f"{url}/v1/records", headers=BEARER).status_code == 200
+
+
+def test_refusals_come_in_the_openai_error_shape(store: RunStore, serve) -> None:
+    with serve(create_service_app(worlds=["helpdesk"], store=store, token=TOKEN)) as url:
+        missing = httpx.get(f"{url}/v1/records")
+        too_large = httpx.post(f"{url}/feedback", headers=BEARER, content=b"x" * (2 << 20))
+    assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+    assert missing.json()["error"] | {"message": ""} == {
+        "message": "",
+        "type": "authentication_error",
+        "param": None,
+        "code": "invalid_api_key",
+    }
+    assert too_large.status_code == 413 and too_large.json()["error"]["code"] == "request_too_large"
+
+
+def test_no_page_can_be_framed_by_another_site(store: RunStore, serve) -> None:
+    with serve(create_service_app(worlds=["helpdesk"], store=store)) as url:
+        for path in ("/console/", "/", "/health"):
+            headers = httpx.get(f"{url}{path}").headers
+            assert headers["x-frame-options"] == "DENY", path
+            assert "frame-ancestors 'none'" in headers["content-security-policy"], path
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"content-type": "text/plain"}, 415),
+        ({"content-type": "application/x-www-form-urlencoded"}, 415),
+        ({"content-type": "multipart/form-data; boundary=x"}, 415),
+        ({"content-type": "application/json", "sec-fetch-site": "cross-site"}, 403),
+        ({"content-type": "application/json", "sec-fetch-site": "same-site"}, 403),
+    ],
+)
+def test_a_state_changing_post_another_site_could_send_without_an_origin_is_refused(
+    store: RunStore, serve, headers: dict[str, str], status: int
+) -> None:
+    with serve(create_service_app(worlds=["helpdesk"], store=store)) as url:
+        body = b'{"to": 1, "expected_head": 1}'
+        refused = httpx.post(f"{url}/api/releases/desk/rollback", content=body, headers=headers)
+        allowed = httpx.post(
+            f"{url}/api/releases/desk/rollback", content=body, headers={"content-type": "application/json"}
+        )
+    assert refused.status_code == status, refused.text
+    assert allowed.status_code == 404, "a same-origin JSON post reaches the route"
+
+
+# -- slow clients -------------------------------------------------------------------------------------------
+
+
+def trickling(url: str, count: int) -> list[socket.socket]:
+    """`count` connections that each sent a partial request header, as a slowloris client does."""
+    port = int(url.rsplit(":", 1)[1])
+    sockets = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a")
+        sockets.append(sock)
+    return sockets
+
+
+def closed(sock: socket.socket, within: float) -> bool:
+    """Whether the server closes `sock` within `within` seconds while it keeps trickling bytes."""
+    deadline = time.monotonic() + within
+    sock.settimeout(0.05)
+    while time.monotonic() < deadline:
+        try:
+            sock.sendall(b"a")
+            if sock.recv(1024) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:
+            return True
+    return False
+
+
+def test_clients_trickling_their_headers_cannot_take_every_connection(store: RunStore, serve) -> None:
+    app = create_service_app(worlds=["helpdesk"], store=store)
+    protocol = guarded_protocol(max_waiting=8, header_timeout_s=30)
+    with serve(app, http=protocol, limit_concurrency=24) as url:
+        slow = trickling(url, 40)
+        try:
+            time.sleep(0.2)  # the server has taken them all
+            answers = [httpx.get(f"{url}/health").status_code for _ in range(5)]
+        finally:
+            for sock in slow:
+                sock.close()
+    assert answers == [200] * 5
+
+
+def test_a_connection_that_trickles_its_headers_is_closed_at_the_deadline(store: RunStore, serve) -> None:
+    app = create_service_app(worlds=["helpdesk"], store=store)
+    with serve(app, http=guarded_protocol(max_waiting=8, header_timeout_s=0.5)) as url:
+        (slow,) = trickling(url, 1)
+        with slow:
+            assert closed(slow, within=5)
+        with httpx.Client() as kept_alive:  # a kept-alive connection gets a fresh deadline per request
+            assert [kept_alive.get(f"{url}/health").status_code for _ in range(3)] == [200] * 3
+
+
+def test_a_body_that_trickles_is_cut_with_a_408(serve) -> None:
+    inner = FastAPI()
+
+    @inner.post("/echo")
+    async def echo(request: Request) -> dict[str, int]:
+        return {"bytes": len(await request.body())}
+
+    with serve(Guard(inner, token=None, body_timeout_s=0.3)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
+            sock.settimeout(5)
+            reply = sock.recv(4096).decode()
+    assert re.match(r"HTTP/1.1 408", reply), reply
+    assert "request_timeout" in reply
