@@ -87,9 +87,11 @@ class Records:
                 }
             )
 
+    # Reads go through the store's per-thread read connection, never the writer's (see `RunStore.read`).
+
     def run(self, run_id: str) -> dict[str, Any] | None:
-        rows = list(self.store.db[RUNS_TABLE].rows_where("id = ?", [run_id]))
-        return _with_live_status(rows[0]) if rows else None
+        rows = self.store.read(f"SELECT * FROM {RUNS_TABLE} WHERE id = ?", [run_id])
+        return _with_live_status(dict(rows[0])) if rows else None
 
     def resolve(self, ref: str) -> str | None:
         """The run `ref` names: an id, a unique part of one, or `latest` (the newest of any status)."""
@@ -97,11 +99,11 @@ class Records:
             return self.latest()
         if self.run(ref):
             return ref
-        rows = [row["id"] for row in self.store.db[RUNS_TABLE].rows_where("id LIKE ?", [f"%{ref}%"])]
-        return rows[0] if len(rows) == 1 else None
+        rows = self.store.read(f"SELECT id FROM {RUNS_TABLE} WHERE id LIKE ?", [f"%{ref}%"])
+        return rows[0]["id"] if len(rows) == 1 else None
 
     def latest(self) -> str | None:
-        rows = list(self.store.db[RUNS_TABLE].rows_where(order_by="started_at DESC, rowid DESC", limit=1))
+        rows = self.store.read(f"SELECT id FROM {RUNS_TABLE} ORDER BY started_at DESC, rowid DESC LIMIT 1")
         return rows[0]["id"] if rows else None
 
     def latest_unfinished(self) -> str | None:
@@ -156,9 +158,10 @@ class Records:
         return [(operator, verdict) for operator, verdict in rows]
 
     def steps(self, run_id: str) -> list[dict[str, Any]]:
-        return list(
-            self.store.db[STEPS_TABLE].rows_where("optimization_id = ?", [run_id], order_by="iteration")
+        rows = self.store.read(
+            f"SELECT * FROM {STEPS_TABLE} WHERE optimization_id = ? ORDER BY iteration", [run_id]
         )
+        return [dict(row) for row in rows]
 
     def step_records(self, run_id: str) -> list[StepRecord]:
         """The run's proposals as records, in order."""

@@ -79,12 +79,12 @@ def load_run_report(store: RunStore, ref: str) -> RunReport:
         spend = result.val_spend_start if result else (trajectory[0].spend if trajectory else None)
         trajectory[:1] = [TrajectoryPoint(label="start", score=start_score, spend=spend)]
     prefix = f"{run_id}-"
-    episodes, calls, prompt, completion, cost = store.db.execute(
+    episodes, calls, prompt, completion, cost = store.read(  # this thread's connection, never the writer's
         "SELECT COUNT(*), COALESCE(SUM(model_calls), 0), COALESCE(SUM(prompt_tokens), 0), "
         "COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost), 0) "
         "FROM episodes WHERE substr(run_id, 1, ?) = ?",
         [len(prefix), prefix],
-    ).fetchone()
+    )[0]
     final_hash = row["incumbent_hash"] or row["start_hash"]
     return RunReport(
         id=run_id,

@@ -314,16 +314,17 @@ def _dump(release: Release | None) -> dict[str, Any] | None:
 
 
 def _served(records: RecordStore, harness: str) -> dict[int, Served]:
-    """Per release number, the calls its records hold and the feedback they got (two grouped queries)."""
-    db = records.store.db
+    """Per release number, the calls its records hold and the feedback they got (two grouped queries), read on
+    this thread's own connection: a read on the writer's, from a worker thread, broke the writes of others."""
+    read = records.store.read
     found: dict[int, Served] = {}
-    for number, calls, errors in db.execute(
+    for number, calls, errors in read(
         f"SELECT release, COUNT(*), COUNT(error) FROM {RECORDS_TABLE} "
         "WHERE harness = ? AND release IS NOT NULL GROUP BY release",
         [harness],
     ):
         found[number] = Served(calls=calls, errors=errors)
-    for number, rated, passed, failed, mean in db.execute(
+    for number, rated, passed, failed, mean in read(
         f"SELECT r.release, COUNT(DISTINCT f.record_id), COALESCE(SUM(f.passed = 1), 0), "
         f"COALESCE(SUM(f.passed = 0), 0), AVG(f.score) FROM {FEEDBACK_TABLE} f "
         f"JOIN {RECORDS_TABLE} r ON r.id = f.record_id "

@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -356,3 +359,66 @@ def test_a_model_outage_is_a_502_server_error_naming_its_record(
     assert raised.value.status_code == 502
     assert raised.value.body["type"] == "server_error" and "provider down" in raised.value.body["message"]
     assert raised.value.response.headers["x-atoll-record-id"].startswith("rec_")
+
+
+WRITER = """
+import sys, time
+from evals import RunStore
+from service import NewRecord, RecordStore
+records = RecordStore(RunStore(sys.argv[1]))
+print("ready", flush=True)
+until = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < until:
+    records.add(NewRecord(harness="other", agent="a", release=None, release_hash="h", model="m",
+                          request={"messages": [{"role": "user", "content": "hi"}]}, response=None,
+                          prompt_hash="p", error="written by another process"))
+"""
+
+
+def test_chats_and_feedback_never_fail_while_the_console_is_polled_and_another_process_writes(
+    service, store_path: Path
+) -> None:
+    url, _ = service
+    publish(store_path, "You are the front desk. VERSION 1\n")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(store_path), "6"], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout.readline().strip() == "ready"
+    polling = threading.Event()
+    console_failures: list[int] = []
+
+    def poll() -> None:
+        with httpx.Client(base_url=url) as console:
+            while not polling.is_set():
+                for path in ("/api/releases/desk", "/api/releases", "/api/optimizations/latest"):
+                    status = console.get(path).status_code
+                    if status not in (200, 404):
+                        console_failures.append(status)
+
+    pollers = [threading.Thread(target=poll) for _ in range(2)]
+    for poller in pollers:
+        poller.start()
+    failed = []
+    try:
+        with httpx.Client(base_url=url, timeout=30) as app:
+            started = time.monotonic()
+            while time.monotonic() - started < 3:
+                chat = app.post(
+                    "/v1/chat/completions",
+                    json={"model": "desk", "messages": [{"role": "user", "content": "Hi"}]},
+                )
+                if chat.status_code != 200:
+                    failed.append(chat.text)
+                    continue
+                feedback = app.post(
+                    "/feedback", json={"record_ids": [chat.headers["x-atoll-record-id"]], "passed": True}
+                )
+                if feedback.status_code != 200:
+                    failed.append(feedback.text)
+    finally:
+        polling.set()
+        for poller in pollers:
+            poller.join()
+        writer.wait(timeout=30)
+    assert not failed, f"{len(failed)} writes failed, the first: {failed[0]}"
+    assert not console_failures
