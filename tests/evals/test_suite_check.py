@@ -109,7 +109,8 @@ def test_the_helpdesk_do_nothing_agent_fails_everything_yet_scores_its_vacuous_c
     assert helpdesk.do_nothing_passes == [] and helpdesk.stray_write_passes == []
     assert helpdesk.do_nothing_mean is not None and 0.3 < helpdesk.do_nothing_mean < 0.6
     tally = {t.kind: (t.passed, t.total) for t in helpdesk.do_nothing_checks}
-    assert tally["no_other_writes"] == (64, 64) and tally["inserted"][0] == 0
+    tasks = len(helpdesk.tasks)
+    assert tally["no_other_writes"] == (tasks, tasks) and tally["inserted"][0] == 0
 
 
 def test_the_helpdesk_val_power_is_the_rules_own(helpdesk: SuiteCheck) -> None:
@@ -128,8 +129,9 @@ def test_the_view_shows_the_do_nothing_mean_and_the_power_line(helpdesk: SuiteCh
     console = Console(record=True, width=240)
     console.print(render_suite_check(helpdesk))
     shown = " ".join(console.export_text().split())
-    assert f"mean score {helpdesk.do_nothing_mean:.3f} over 64 tasks, passes 0" in shown
-    assert "no_other_writes 64/64" in shown and "Power: val split:" in shown
+    tasks = len(helpdesk.tasks)
+    assert f"mean score {helpdesk.do_nothing_mean:.3f} over {tasks} tasks, passes 0" in shown
+    assert f"no_other_writes {tasks}/{tasks}" in shown and "Power: val split:" in shown
     assert "update_shipping_address" in shown
 
 
