@@ -495,9 +495,8 @@ class Jobs:
             if running is not None:
                 self._end(job, "cancelled", outcome=f"not resumed: job {running.id} of this harness runs")
                 continue
-            job.status, job.owner, job.error = "running", process_owner(), None
-            job.path = str(self.harnesses[job.harness])
-            self._save(job)
+            if not self._claim(job, str(self.harnesses[job.harness])):
+                continue  # another service starting at the same time claimed it first
             self._launch(job, resuming=True)
             resumed.append(job)
         return resumed
@@ -817,6 +816,23 @@ class Jobs:
         if live is not None:
             with suppress(Exception):
                 live.add("job", job.model_dump(mode="json"))
+
+    def _claim(self, job: Job, path: str) -> bool:
+        """Take an interrupted job for this process by compare-and-swap: its row is read again inside the
+        write transaction and taken only if it still reads interrupted. Of two services starting at once,
+        one resumes it; the other finds it running."""
+        owner, claimed_at = process_owner(), now_text()
+        with self.store.transaction() as db:
+            rows = db.execute(f"SELECT status, owner FROM {TABLE} WHERE id = ?", [job.id]).fetchall()
+            if not rows or live_status({"status": rows[0][0], "owner": rows[0][1]}) != "interrupted":
+                return False
+            db.execute(
+                f"UPDATE {TABLE} SET status = 'running', owner = ?, error = NULL, path = ?, updated_at = ? "
+                "WHERE id = ?",
+                [owner, path, claimed_at, job.id],
+            )
+        job.status, job.owner, job.error, job.path, job.updated_at = "running", owner, None, path, claimed_at
+        return True
 
     def _save(self, job: Job) -> None:
         job.updated_at = now_text()

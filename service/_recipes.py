@@ -19,8 +19,10 @@ imported from the recipe file's folder (or anywhere on the path), as a world's w
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib
+import importlib.util
 import logging
 import sys
 from datetime import UTC, datetime
@@ -118,6 +120,8 @@ def load_recipe(path: Path | str) -> LoadedRecipe:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise RecipeError(f"{path}: cannot read the recipe file ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise RecipeError(f"{path}: not UTF-8 text (byte {error.start}); save the recipe as UTF-8") from None
     except yaml.YAMLError as error:
         raise RecipeError(f"{path}: not YAML: {error}") from None
     try:
@@ -141,6 +145,10 @@ def _import(path: Path, name: str) -> type[BaseModel]:
     folder = str(path.parent.resolve())
     if folder not in sys.path:
         sys.path.append(folder)
+    if _binds(module_name, class_name) is False:  # refused before the module's code runs
+        raise RecipeError(
+            f"{path}: recipe {name!r}: {module_name} has no pydantic model class {class_name!r}"
+        )
     try:
         module = importlib.import_module(module_name)
     except Exception as error:  # the user's module: whatever it raises, say which recipe
@@ -155,6 +163,36 @@ def _import(path: Path, name: str) -> type[BaseModel]:
     if not all(callable(getattr(cls, method, None)) for method in ("should_run", "plan")):
         raise RecipeError(f"{path}: recipe {name!r} needs the methods should_run(state) and plan(state)")
     return cls
+
+
+def _binds(module_name: str, name: str) -> bool | None:
+    """Whether the module's source binds `name` at its top level (a class, an assignment, an import, under
+    `if` or `try` too), read without running the module; None when that cannot be told (no source, a `*`
+    import, a module `__getattr__`): importing decides."""
+    try:
+        spec = importlib.util.find_spec(module_name)
+        source = spec.loader.get_source(module_name) if spec and spec.loader else None  # type: ignore[attr-defined]
+        tree = ast.parse(source) if source is not None else None
+    except (ImportError, ValueError, AttributeError, SyntaxError):
+        return None
+    if tree is None:
+        return None
+    bound: set[str] = set()
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            bound.add(node.name)  # its body is another scope
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            bound.update(alias.asname or alias.name.partition(".")[0] for alias in node.names)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return None if "__getattr__" in bound else name in bound
 
 
 class RecipeLoop:

@@ -30,9 +30,12 @@ def _span(value: Any) -> Any:
             return timedelta(**{_UNITS[text[-1]]: float(text[:-1])})
         except ValueError:
             return value
+        except OverflowError:  # `1e12d`, `1e400d`: past what a timedelta holds; a ValueError names the field
+            raise ValueError(f"{text!r} is longer than {MAX_SPAN.days} days, the longest span") from None
     return value
 
 
+MAX_SPAN = timedelta(days=3650)  # ten years: `now - since >= every` stays a date whatever `every` is
 Span = Annotated[timedelta, BeforeValidator(_span)]
 
 
@@ -53,7 +56,9 @@ class Scheduled(RecipeSettings):
     """Evolve every `every` (from the last job of the harness, else from the service's start), whatever
     the feedback: drafts are made from whatever new negative feedback there is."""
 
-    every: Span = Field(gt=timedelta(0), description="Time between two jobs: 30m, 6h, 1d, 2w (or seconds).")
+    every: Span = Field(
+        gt=timedelta(0), le=MAX_SPAN, description="Time between two jobs: 30m, 6h, 1d, 2w (or seconds)."
+    )
 
     def should_run(self, state: ServiceState) -> bool:
         last = state.last_job

@@ -533,6 +533,26 @@ def test_a_job_whose_end_cannot_be_saved_is_not_left_running(
     asyncio.run(scenario())
 
 
+def test_of_two_services_starting_at_once_only_one_resumes_an_interrupted_job(
+    repo: Path, store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stopping, first, second = jobs_on(repo, store), jobs_on(repo, store), jobs_on(repo, store)
+
+    async def scenario() -> None:
+        left = await stopping.start(JobPlan(kind="gate"), NAME)
+        await stopping.close()  # a stopping service: the job waits to be resumed
+        seen = second.get(left.id)  # what the second service read, before the first resumed it
+        assert seen.status == "interrupted"
+        (resumed,) = await first.resume_interrupted()
+        monkeypatch.setattr(second, "_rows", lambda *_: [seen])  # it decides on what it read
+        monkeypatch.setattr(second, "running", lambda _: None)
+        assert await second.resume_interrupted() == [], "claimed already: not resumed twice"
+        await asyncio.wait_for(first._logs[resumed.id].task, timeout=20)
+        assert first.get(left.id).status == "finished"
+
+    asyncio.run(scenario())
+
+
 def test_a_job_another_process_runs_streams_its_state_once_then_204(
     repo: Path, store: RunStore, serve
 ) -> None:
@@ -622,6 +642,15 @@ def test_the_shipped_recipes_decide_on_the_state() -> None:
         ("settings: {}\n", "recipe: Field required"),
         ("recipe: service.recipes:Manual\nschedule: 1h\n", "schedule: unknown key"),
         ("recipe: !!python/object/apply:os.system [echo hi]\n", "not YAML"),
+        (
+            "recipe: service.recipes:Scheduled\nsettings: {every: 1e400d}\n",
+            "settings.every: '1e400d' is longer",
+        ),
+        (
+            "recipe: service.recipes:Scheduled\nsettings: {every: 1e12d}\n",
+            "settings.every: '1e12d' is longer",
+        ),
+        ("recipe: service.recipes:Scheduled\nsettings: {every: 4000d}\n", "settings.every:"),
     ],
 )
 def test_a_recipe_file_error_names_the_file_and_the_field(tmp_path: Path, text: str, expected: str) -> None:
@@ -631,6 +660,25 @@ def test_a_recipe_file_error_names_the_file_and_the_field(tmp_path: Path, text: 
         load_recipe(path)
     assert str(caught.value).startswith(f"{path}: ")
     assert expected in str(caught.value)
+
+
+def test_a_recipe_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("recipe: service.recipes:Manual\n# café\n".encode("latin-1"))
+    with pytest.raises(RecipeError, match=r"latin1\.yaml: not UTF-8 text"):
+        load_recipe(path)
+
+
+def test_a_recipe_naming_a_class_its_module_lacks_is_refused_before_the_module_runs(
+    tmp_path: Path, forget_new_modules, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "loud_recipes.py").write_text("print('the module ran')\nclass Other:\n    pass\n")
+    path = tmp_path / "loud.yaml"
+    for name in ("loud_recipes:Nightly", "this:Zen"):
+        path.write_text(f"recipe: {name}\n")
+        with pytest.raises(RecipeError, match="has no pydantic model class"):
+            load_recipe(path)
+    assert capsys.readouterr().out == "", "neither module was run"
 
 
 def test_a_recipe_class_of_your_own_is_imported_from_beside_its_file(
