@@ -37,6 +37,7 @@ FeedbackOption = Annotated[
 SinceOption = Annotated[
     str | None, typer.Option(help="Only records since: a span (30m, 12h, 7d, 2w) or a UTC date or time.")
 ]
+MAX_LIMIT = 2**63 - 1  # SQLite's largest integer, its LIMIT's bound
 EXPORT_PAGE = 200  # records read at a time by `export`: its memory is a page's, whatever it exports
 
 
@@ -66,7 +67,9 @@ def records_list(
     session: SessionOption = None,
     feedback: FeedbackOption = None,
     since: SinceOption = None,
-    limit: Annotated[int, typer.Option(min=1, help="How many records to list, newest first.")] = 50,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_LIMIT, help="How many records to list, newest first.")
+    ] = 50,
 ) -> None:
     """List served calls: id, time, harness, release, session, model, tokens, latency and feedback.
 
@@ -186,7 +189,8 @@ def records_export(
     feedback: FeedbackOption = None,
     since: SinceOption = None,
     limit: Annotated[
-        int | None, typer.Option(min=1, help="At most this many, newest first; default all.")
+        int | None,
+        typer.Option(min=1, max=MAX_LIMIT, help="At most this many, newest first; default all."),
     ] = None,
 ) -> None:
     """Export records as JSON Lines: one object per record, with its feedback.

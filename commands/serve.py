@@ -34,7 +34,7 @@ def mcp_command(
         bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
     ] = False,
     host: HostOption = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port for --http.")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port for --http.")] = 8765,
     token: TokenOption = None,
     max_sessions: SessionsOption = 256,
     idle_timeout: IdleOption = 600.0,
@@ -102,7 +102,7 @@ def serve_command(
     seed: Annotated[int, typer.Option(help="Default instance seed.")] = 0,
     clock: ClockOption = "fixed",
     host: HostOption = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to bind.")] = 8000,
     token: TokenOption = None,
     max_sessions: SessionsOption = 256,
     idle_timeout: IdleOption = 600.0,
@@ -126,6 +126,8 @@ def serve_command(
         check_bind(host, token)  # before anything says "serving"
     except ValueError as error:
         fail(str(error))
+    if harnesses:
+        _check_served(harnesses)  # a harness that cannot load stops here, before anything says "serving"
     if recipe is not None:
         if not harnesses:
             fail("--recipe starts jobs for the served harnesses, so name at least one --harness with it")
@@ -183,3 +185,15 @@ def serve_command(
         )
     except ValueError as error:
         fail(str(error))
+
+
+def _check_served(harnesses: list[Path]) -> None:
+    """Load each harness and the records policy they are served under, so a wrong one fails at once."""
+    from harnesses import load_harness
+    from service import load_record_policy
+
+    for path in harnesses:
+        load_harness(path)  # a HarnessError is one line, from the CLI's error handler
+    policy = load_record_policy(harnesses[0])
+    redacted = ", ".join(policy.redact) if policy.redact else "nothing ([records] redact = [])"
+    err.print(f"records: redacting {redacted}", highlight=False)

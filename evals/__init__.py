@@ -42,7 +42,18 @@ from ._store import (
     now_text,
     process_owner,
 )
-from ._suite import SPLITS, Expect, Suite, SuiteConfig, SuiteError, Task, UserSpec, display_path, load_suite
+from ._suite import (
+    MAX_SEED,
+    SPLITS,
+    Expect,
+    Suite,
+    SuiteConfig,
+    SuiteError,
+    Task,
+    UserSpec,
+    display_path,
+    load_suite,
+)
 from ._users import STOP_TOKEN, SimulatedUser, user_for
 from .graders._matchers import Matcher, values_equal
 from .graders._python import FixtureView, GraderDefinitionError, GraderError, GraderSpec, PythonGrader, grader
@@ -52,6 +63,7 @@ from .metrics import EpisodeOutcome, Metrics, TaskMetrics, compute_metrics, pass
 
 __all__ = [
     "DEFAULT_RUNS_DB",
+    "MAX_SEED",
     "RUNS_DB_ENV",
     "SPLITS",
     "STOP_TOKEN",

@@ -105,6 +105,9 @@ class Expect(_Strict):
         )
 
 
+MAX_SEED = 2**63 - 1  # SQLite's largest integer: an episode's seed is a column of the runs store
+
+
 class Task(_Strict):
     """One task: a fixture, the user's side, a reference solution and the expectations."""
 
@@ -130,8 +133,12 @@ class Task(_Strict):
     @field_validator("seeds")
     @classmethod
     def _distinct_seeds(cls, seeds: list[int] | None) -> list[int] | None:
-        if seeds is not None and (not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0):
-            raise ValueError(f"seeds must be distinct non-negative integers, at least one; got {seeds}")
+        if seeds is not None and (
+            not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0 or max(seeds) > MAX_SEED
+        ):
+            raise ValueError(
+                f"seeds must be distinct integers from 0 to {MAX_SEED}, at least one; got {seeds}"
+            )
         return seeds
 
 

@@ -160,16 +160,16 @@ def read_conversation(
         elif role == "user":
             turns.append(UserTurn(text))
         elif role == "assistant":
-            asked = [
-                _call(call, f"{where}.tool_calls[{n}]")
-                for n, call in enumerate(message.get("tool_calls") or [])
-            ]
+            listed = message.get("tool_calls") or []
+            if not isinstance(listed, list):
+                raise ConversationError(f"{where}.tool_calls: expected a list of tool calls")
+            asked = [_call(call, f"{where}.tool_calls[{n}]") for n, call in enumerate(listed)]
             calls.update((call.id, call.name) for call in asked)
             if asked or text:
                 turns.append(AssistantTurn(text=text or None, calls=asked))
         else:
             call_id = message.get("tool_call_id")
-            if call_id not in calls:
+            if not isinstance(call_id, str) or call_id not in calls:  # a list or object is unhashable
                 raise ConversationError(
                     f"{where}.tool_call_id: {call_id!r} answers no tool call of an earlier assistant message"
                 )

@@ -23,12 +23,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evals import RunRecord, RunStore, StoreError, live_status
+from evals import MAX_SEED, RunRecord, RunStore, StoreError, live_status
 from optimizer import ReportError, load_run_report
 
 from ._records import FEEDBACK_TABLE, RECORDS_TABLE, RecordStore
+from ._releases import MAX_NUMBER, Release, ReleaseChain, ReleaseError, StaleRelease
 from ._releases import TABLE as RELEASES_TABLE
-from ._releases import Release, ReleaseChain, ReleaseError, StaleRelease
 from ._wire import error_body
 
 CONSOLE = Path(__file__).parent / "console"
@@ -57,9 +57,11 @@ class RollbackIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    to: int = Field(ge=1, description="The release whose files to serve again.")
+    to: int = Field(ge=1, le=MAX_NUMBER, description="The release whose files to serve again.")
     expected_head: int = Field(
-        ge=1, description="The head the page showed: a head moved since then refuses the rollback."
+        ge=1,
+        le=MAX_NUMBER,
+        description="The head the page showed: a head moved since then refuses the rollback.",
     )
     note: str = Field("", max_length=2000)
 
@@ -109,7 +111,7 @@ class Served(BaseModel):
 
 
 def _error(status: int, message: str, code: str) -> JSONResponse:
-    return JSONResponse(error_body(message, code), status_code=status)
+    return JSONResponse(error_body(message, code, status), status_code=status)
 
 
 def _invalid(error: ValidationError, where: str) -> JSONResponse:
@@ -180,7 +182,7 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
             run_id = store.resolve(ref)
         except StoreError as error:
             return _error(404, str(error), "unknown_run")
-        found = store.episodes(run_id, task_id=task_id, seed=seed)
+        found = store.episodes(run_id, task_id=task_id, seed=seed) if 0 <= seed <= MAX_SEED else []
         if not found:
             return _error(
                 404, f"run {run_id} has no episode of task {task_id!r} at seed {seed}", "unknown_episode"
@@ -267,7 +269,10 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
     @router.get("/api/releases/{harness}", response_model=None)
     def get_releases(harness: str) -> dict[str, Any] | JSONResponse:
         """A harness's chain, oldest first, each release with what it served (calls and feedback)."""
-        chain = releases.list(harness)
+        try:
+            chain = releases.list(harness)
+        except ReleaseError as error:  # a row broken in the store: named, so it can be repaired
+            return _error(500, str(error), "broken_release")
         if not chain:
             return _error(
                 404, f"{harness} has no releases; `optimize release` publishes one", "unknown_harness"

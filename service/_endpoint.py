@@ -10,6 +10,7 @@ content served before costs no reload.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 from collections.abc import Iterable
@@ -30,10 +31,13 @@ from harnesses import (
 from harnesses.models import Model, ModelError, ModelRequestError, get_model, resolve_model
 
 from ._records import NewRecord, Record, RecordError, RecordStore
-from ._releases import Release, ReleaseChain
+from ._releases import Release, ReleaseChain, ReleaseError
 from ._wire import ChatRequest, RequestError, completion
 
+_log = logging.getLogger(__name__)
+
 KEPT_RELEASES = 4  # loaded release versions kept in memory; a rollback to an older one reloads it
+MAX_FALLBACK = 16  # releases under a refused head tried, newest first, for one that can be served
 RECORD_HEADER = "x-atoll-record-id"
 
 
@@ -105,6 +109,8 @@ class HarnessEndpoint:
         self.in_flight = 0
         self._loaded: dict[str, Harness] = {}
         self._models: dict[str, Model] = {}
+        # Per harness, the head refused (number, content hash) and the release served in its place.
+        self._refused: dict[str, tuple[tuple[int, str], tuple[Harness, Release]]] = {}
 
     def served_models(self) -> list[str]:
         """What `model` may name: each harness, then each agent of the version served now."""
@@ -115,28 +121,64 @@ class HarnessEndpoint:
         return names
 
     def current(self, name: str) -> tuple[Harness, Release | None]:
-        """The harness version served now: the release head, else the folder loaded at start-up."""
-        working = self.working[name]
-        head = self.releases.head(name)
+        """The harness version served now: the release head, else the folder loaded at start-up.
+
+        A head that cannot be served (a broken row, files missing from the store or no longer matching its
+        content hash, files this Atoll cannot load) is refused, logged once, and the newest release before
+        it that can be served is served instead, until a good release is published or rolled back to."""
+        try:
+            head = self.releases.head(name)
+        except ReleaseError as error:  # the head's row itself is broken
+            return self._fallback(name, (self.releases.numbers(name)[0], ""), str(error))
         if head is None:
-            return working, None
-        harness = self._loaded.get(head.content_hash)
+            return self.working[name], None
+        refused = (head.number, head.content_hash)
+        kept = self._refused.get(name)
+        if kept is not None and kept[0] == refused:
+            return kept[1]
+        try:
+            return self._load(name, head), head
+        except ReleaseError as error:
+            return self._fallback(name, refused, str(error))
+
+    def _load(self, name: str, release: Release) -> Harness:
+        """A release's harness, loaded once per content hash (its files checked against the hash)."""
+        harness = self._loaded.get(release.content_hash)
         if harness is None:
-            files = self.releases.files(head)
+            files = self.releases.files(release)
             try:
                 harness = Harness.from_files(
-                    files, source=f"{name} release {head.number}", world=working.world
+                    files, source=f"{name} release {release.number}", world=self.working[name].world
                 )
             except HarnessError as error:  # released by an older Atoll, or for another world
-                raise RequestError(
-                    f"release {head.number} of {name} cannot be served: {error}",
-                    status=500,
-                    code="bad_release",
-                ) from None
-            self._loaded[head.content_hash] = harness
+                raise ReleaseError(f"release {release.number} of {name} cannot be loaded: {error}") from None
+            self._loaded[release.content_hash] = harness
             while len(self._loaded) > KEPT_RELEASES:  # the oldest loaded goes first
                 del self._loaded[next(iter(self._loaded))]
-        return harness, head
+        return harness
+
+    def _fallback(self, name: str, refused: tuple[int, str], problem: str) -> tuple[Harness, Release]:
+        """What is served in place of the refused head (number, content hash): the newest release under it
+        that can be served, found once and logged; a 500 naming the problem when none can."""
+        kept = self._refused.get(name)
+        if kept is not None and kept[0] == refused:
+            return kept[1]
+        for number in self.releases.numbers(name, below=refused[0])[:MAX_FALLBACK]:
+            try:
+                release = self.releases.get(name, number)
+                served = (self._load(name, release), release)
+            except ReleaseError:
+                continue
+            self._refused[name] = (refused, served)
+            _log.error(
+                "%s: release %d is not served (%s); serving release %d", name, refused[0], problem, number
+            )
+            return served
+        raise RequestError(
+            f"{name} cannot be served: {problem}; and no earlier release can be either",
+            status=500,
+            code="bad_release",
+        )
 
     def _target(self, served_name: str) -> tuple[str, Harness, Release | None, str]:
         """The harness, the version served now and the agent a `model` names (its agents are the
@@ -152,12 +194,22 @@ class HarnessEndpoint:
             code="model_not_found",
         )
 
-    def _model_for(self, harness: Harness, agent: str) -> Model:
+    def _model_name(self, harness: Harness, agent: str) -> Model | str:
+        """The Model given to the endpoint, else the name of the agent's model (built by `_model_for`)."""
         if self.model is not None and not isinstance(self.model, str):
             return self.model
-        name = self.model or harness.agent(agent).model or resolve_model(None, harness.config.model)
+        return self.model or harness.agent(agent).model or resolve_model(None, harness.config.model)
+
+    def _model_for(self, name: Model | str) -> Model:
+        """The model a name builds, once; a ModelError (a 502: the served harness's fault, not the client's)
+        when it cannot be built."""
+        if not isinstance(name, str):
+            return name
         if name not in self._models:
-            self._models[name] = get_model(name)
+            try:
+                self._models[name] = get_model(name)
+            except (ModelError, ValueError) as error:
+                raise ModelError(f"the served model {name!r} cannot be built: {error}") from None
         return self._models[name]
 
     async def complete(self, request: ChatRequest, *, session: str | None = None) -> Served:
@@ -167,15 +219,17 @@ class HarnessEndpoint:
                 f"{self.in_flight} requests are being answered, the most this server takes at once; retry",
                 status=429,
                 code="too_many_requests",
+                headers={"retry-after": "1"},
             )
         context = request.context()
         began = time.perf_counter()
         # The version is held to the end of the request, whatever is released meanwhile.
         name, harness, release, agent = self._target(request.model)
-        model = self._model_for(harness, agent)
         call = _Call(request, name, agent, harness, release, session, began)
+        model: Model | str = self._model_name(harness, agent)
         self.in_flight += 1
         try:
+            model = self._model_for(model)
             answer = await next_message(
                 harness,
                 agent,
@@ -187,8 +241,8 @@ class HarnessEndpoint:
             )
         except ConversationError as error:
             raise RequestError(str(error)) from None
-        except (HarnessError, ModelError) as error:
-            record = await self._record(call, model.name, error=error)
+        except (HarnessError, ModelError) as error:  # a model that cannot be built, too: recorded, a 5xx
+            record = await self._record(call, model if isinstance(model, str) else model.name, error=error)
             raise RequestError(
                 str(error),
                 **_failure(error),

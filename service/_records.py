@@ -556,7 +556,12 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     (`2026-03-01`, `2026-03-01 09:30`); RecordError showing these forms otherwise."""
     span = _SPAN.match(text.strip())
     if span is not None:
-        return (now or _now()) - timedelta(**{_SPAN_UNITS[span[2]]: float(span[1])})
+        try:
+            return (now or _now()) - timedelta(**{_SPAN_UNITS[span[2]]: float(span[1])})
+        except OverflowError:  # past what a date holds: every record is that recent
+            raise RecordError(
+                f"--since {text!r} reaches back before the year 1; give a shorter span (7d, 2w)"
+            ) from None
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

@@ -25,11 +25,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
-from evals import RunStore, now_text
+from evals import RunStore, StoreError, now_text
 from harnesses import content_hash
 from worlds import AtollError
 
 TABLE = "releases"
+MAX_NUMBER = 2**63 - 1  # SQLite's largest integer: no release number can be larger
 HARNESS_FILE = "harness.yaml"
 ReleaseKind = Literal["publish", "rollback"]
 
@@ -95,7 +96,9 @@ class ReleaseChain:
         return rows[0] if rows else None
 
     def get(self, harness: str, number: int) -> Release:
-        rows = self._rows("harness = ? AND number = ?", [harness, number])
+        rows = (
+            self._rows("harness = ? AND number = ?", [harness, number]) if 1 <= number <= MAX_NUMBER else []
+        )
         if not rows:
             raise ReleaseError(
                 f"{harness} has no release {number}; `optimize release list {harness}` lists its releases"
@@ -107,8 +110,35 @@ class ReleaseChain:
         return self._rows("harness = ? ORDER BY number", [harness])
 
     def files(self, release: Release) -> dict[str, str]:
-        """The released files, from the store's harness snapshots (no folder or git needed)."""
-        return self.store.harness_files(release.content_hash)
+        """The released files, from the store's harness snapshots (no folder or git needed), checked against
+        the release's content hash; ReleaseError naming the release when they are missing or changed."""
+        where = f"release {release.number} of {release.harness}"
+        try:
+            files = self.store.harness_files(release.content_hash)
+        except StoreError:
+            raise ReleaseError(
+                f"{where}: its files (snapshot {release.content_hash[:12]}) are not in {self.store.path}; "
+                "roll back to a release whose files are"
+            ) from None
+        if content_hash(files) != release.content_hash:
+            raise ReleaseError(
+                f"{where}: its files in {self.store.path} no longer match its content hash "
+                f"{release.content_hash[:12]} (changed since it was released); roll back to a good release"
+            )
+        return files
+
+    def numbers(self, harness: str, below: int | None = None) -> list[int]:
+        """The release numbers of `harness` (under `below` when given), newest first: read without parsing
+        the rows, so a broken row cannot hide the good ones."""
+        where, params = "harness = ?", [harness]
+        if below is not None:
+            where, params = where + " AND number < ?", [*params, below]
+        return [
+            row[0]
+            for row in self.store.read(
+                f"SELECT number FROM {TABLE} WHERE {where} ORDER BY number DESC", params
+            )
+        ]
 
     def publish(
         self,
@@ -197,7 +227,17 @@ class ReleaseChain:
 
 
 def _release(row: dict[str, Any]) -> Release:
-    return Release.model_validate({**row, "evidence": json.loads(row["evidence"]), "note": row["note"] or ""})
+    """A release row read back; ReleaseError naming the row when it was written broken (or edited since)."""
+    try:
+        return Release.model_validate(
+            {**row, "evidence": json.loads(row["evidence"]), "note": row["note"] or ""}
+        )
+    except (ValueError, TypeError) as error:  # bad JSON, or a field pydantic refuses (both ValueErrors)
+        problem = str(error).splitlines()[0]
+        raise ReleaseError(
+            f"release {row.get('number')} of {row.get('harness')} is broken in the runs store ({problem}); "
+            "roll back to a good release, or repair the row"
+        ) from None
 
 
 def _check_name(harness: str, files: dict[str, str]) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from evals import Suite, SuiteError, load_suite
+from evals import MAX_SEED, Suite, SuiteError, load_suite
 
 from ._records import Record, RecordStore
 
@@ -131,8 +131,8 @@ def draft_task(record: Record, suite: Suite) -> dict[str, Any]:
             seed = int(metadata["atoll_seed"])
         except (TypeError, ValueError):
             raise _Skip(f"metadata.atoll_seed {metadata['atoll_seed']!r} is not an integer") from None
-        if seed < 0:
-            raise _Skip(f"metadata.atoll_seed {seed} is negative")
+        if not 0 <= seed <= MAX_SEED:  # a task file's seeds are bounded so (evals.Task)
+            raise _Skip(f"metadata.atoll_seed {seed} is not an integer from 0 to {MAX_SEED}")
         task["seeds"] = [seed]
     task["tags"] = ["from-records"]
     context = _context(record)

@@ -9,12 +9,14 @@ harness decides the tools, so a client's own are not offered to the model.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evals import MAX_SEED
 from harnesses import StepAnswer
 
 MAX_MESSAGES = 512
@@ -52,6 +54,21 @@ class ChatRequest(BaseModel):
                 raise ValueError(f"messages[{i}] has no role")
         return messages
 
+    @field_validator("metadata")
+    @classmethod
+    def _atoll_fields(cls, metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Checked before the model is paid: a session id goes back in a header, and a seed into task files."""
+        metadata = metadata or {}
+        if metadata.get("atoll_session") not in (None, ""):
+            session_id(metadata["atoll_session"], "metadata.atoll_session")
+        if metadata.get("atoll_seed") is not None:
+            seed = metadata["atoll_seed"]
+            if isinstance(seed, bool) or not re.fullmatch(r"\d{1,19}", str(seed)) or int(seed) > MAX_SEED:
+                raise ValueError(
+                    f"metadata.atoll_seed: an integer from 0 to {MAX_SEED}; got {str(seed)[:40]!r}"
+                )
+        return metadata or None
+
     def sampling(self) -> dict[str, Any]:
         """The client's sampling parameters, which override the harness's."""
         given = {
@@ -78,9 +95,30 @@ class ChatRequest(BaseModel):
         return value
 
     def session(self, header: str | None) -> str | None:
-        """The session the client named: the `x-atoll-session` header, else `metadata.atoll_session`."""
-        named = header or (self.metadata or {}).get("atoll_session")
-        return str(named)[:200] if named else None
+        """The session the client named: the `x-atoll-session` header, else `metadata.atoll_session`
+        (checked when the request was parsed); RequestError naming the header when it is no session id."""
+        if header:
+            try:
+                return session_id(header, "x-atoll-session")
+            except ValueError as error:
+                raise RequestError(f"header {error}") from None
+        named = (self.metadata or {}).get("atoll_session")
+        return str(named) if named not in (None, "") else None
+
+
+_SESSION_ID = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,198}[\x21-\x7e])?")
+
+
+def session_id(value: Any, where: str) -> str:
+    """`value` as a session id: 1 to 200 visible ASCII characters (spaces inside), a string or a number, so
+    that it goes back in the `x-atoll-session` header as it came; ValueError naming `where` otherwise."""
+    text = str(value) if isinstance(value, str | int) and not isinstance(value, bool) else None
+    if text is None or not _SESSION_ID.fullmatch(text):
+        raise ValueError(
+            f"{where}: a session id is 1 to 200 visible ASCII characters (letters, digits, punctuation), "
+            f"no control characters; got {str(value)[:40]!r}"
+        )
+    return text
 
 
 class RequestError(ValueError):
@@ -106,7 +144,8 @@ def parse_request(body: bytes) -> ChatRequest:
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise RequestError(f"{where}: {first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise RequestError(message if message.startswith(f"{where}.") else f"{where}: {message}") from None
 
 
 ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}

@@ -7,17 +7,21 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
 import pytest
+from typer.testing import CliRunner
 
-from evals import RunStore
+from cli import app as cli_app
+from evals import RunRecord, RunStore
 from harnesses.models import ModelRequest, ModelUnavailable, ScriptedModel
 from service import ReleaseChain, create_service_app
 
@@ -422,3 +426,185 @@ def test_chats_and_feedback_never_fail_while_the_console_is_polled_and_another_p
         writer.wait(timeout=30)
     assert not failed, f"{len(failed)} writes failed, the first: {failed[0]}"
     assert not console_failures
+
+
+def ask(url: str, **body: Any) -> httpx.Response:
+    return httpx.post(
+        f"{url}/v1/chat/completions",
+        json={"model": "desk", "messages": [{"role": "user", "content": "Hi"}], **body},
+    )
+
+
+@pytest.mark.parametrize("session", ["セッション", "a\r\nx-evil: 1", "a\x00b", "x" * 201, ["a"], True])
+def test_a_session_id_no_header_can_carry_is_a_400_before_the_model_is_paid(service, session: Any) -> None:
+    url, model = service
+    reply = ask(url, metadata={"atoll_session": session})
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["message"].startswith("metadata.atoll_session: a session id is 1 to 200")
+    assert model.requests == [] and httpx.get(f"{url}/v1/records").json()["data"] == []
+
+
+def test_a_session_header_outside_ascii_is_a_400_and_a_good_one_comes_back(service) -> None:
+    url, _ = service
+    refused = httpx.post(
+        f"{url}/v1/chat/completions",
+        json={"model": "desk", "messages": [{"role": "user", "content": "Hi"}]},
+        headers={"x-atoll-session": "caf\xe9".encode("latin-1")},
+    )
+    assert refused.status_code == 400 and "x-atoll-session" in refused.json()["error"]["message"]
+    answered = ask(url, metadata={"atoll_session": "user-42 session"})
+    assert answered.status_code == 200 and answered.headers["x-atoll-session"] == "user-42 session"
+
+
+@pytest.mark.parametrize("seed", [10**30, -1, "12x", 1.5, True])
+def test_a_seed_no_task_file_can_hold_is_a_400_naming_it(service, seed: Any) -> None:
+    url, model = service
+    reply = ask(url, metadata={"atoll_seed": seed})
+    assert reply.status_code == 400 and "metadata.atoll_seed" in reply.json()["error"]["message"]
+    assert model.requests == []
+    assert ask(url, metadata={"atoll_seed": "12"}).status_code == 200
+
+
+CALLED = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}],
+}
+
+
+@pytest.mark.parametrize(
+    ("messages", "field"),
+    [
+        ([CALLED, {"role": "tool", "tool_call_id": ["c1"], "content": "{}"}], "messages[2].tool_call_id"),
+        (
+            [CALLED, {"role": "tool", "tool_call_id": {"id": "c1"}, "content": "{}"}],
+            "messages[2].tool_call_id",
+        ),
+        ([{"role": "assistant", "content": "x", "tool_calls": 5}], "messages[1].tool_calls"),
+        ([{"role": "assistant", "content": "x", "tool_calls": True}], "messages[1].tool_calls"),
+    ],
+)
+def test_a_malformed_tool_message_is_a_400_naming_the_field(service, messages: list, field: str) -> None:
+    url, _ = service
+    reply = httpx.post(
+        f"{url}/v1/chat/completions",
+        json={"model": "desk", "messages": [{"role": "user", "content": "Hi"}, *messages]},
+    )
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["message"].startswith(field)
+    assert ask(url).status_code == 200, "the server still answers"
+
+
+def test_a_model_that_cannot_be_built_is_a_502_and_recorded(harness: Path, store_path: Path, serve) -> None:
+    app = create_service_app([harness], worlds=[], store=RunStore(store_path))  # model: scripted, by name
+    with serve(app) as url:
+        reply = ask(url)
+        record = httpx.get(f"{url}/v1/records/{reply.headers['x-atoll-record-id']}").json()
+    assert reply.status_code == 502 and reply.json()["error"]["code"] == "model_error"
+    assert "the served model 'scripted' cannot be built" in record["error"]
+
+
+def test_a_full_endpoint_says_when_to_retry(harness: Path, store_path: Path, serve) -> None:
+    app = create_service_app(
+        [harness], worlds=[], store=RunStore(store_path), model=ScriptedModel(fn=desk), max_in_flight=0
+    )
+    with serve(app) as url:
+        reply = ask(url)
+    assert reply.status_code == 429 and reply.headers["retry-after"] == "1"
+
+
+def test_numbers_past_sqlites_are_answered_not_500s(service, store_path: Path) -> None:
+    url, _ = service
+    publish(store_path, "You are the front desk. VERSION 1\n")
+    with RunStore(store_path) as store:
+        store.start_run(
+            RunRecord(
+                id="eval-1", harness="desk", harness_hash="h", model="m", started_at="2026-03-02 09:00:00"
+            )
+        )
+    episode = httpx.get(f"{url}/api/runs/eval-1/episodes/t1/{10**20}")
+    assert episode.status_code == 404 and episode.json()["error"]["code"] == "unknown_episode"
+    for body in ({"to": 1e20, "expected_head": 1}, {"to": 1, "expected_head": 10**20}):
+        rollback = httpx.post(f"{url}/api/releases/desk/rollback", json=body)
+        assert rollback.status_code == 400, rollback.text
+
+
+# -- releases that cannot be served -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        "UPDATE harness_snapshots SET files = replace(files, 'VERSION 2', 'TAMPERED') WHERE hash = ?",
+        "DELETE FROM harness_snapshots WHERE hash = ?",
+        "UPDATE releases SET evidence = '{not json' WHERE content_hash = ?",
+    ],
+    ids=["tampered files", "missing snapshot", "broken evidence"],
+)
+def test_a_broken_head_is_refused_and_the_last_good_release_served(
+    service, store_path: Path, breakage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    url, _ = service
+    publish(store_path, "You are the front desk. VERSION 1\n")
+    publish(store_path, "You are the front desk. VERSION 2\n")
+    with sqlite3.connect(store_path) as db:
+        (digest,) = db.execute("SELECT content_hash FROM releases WHERE number = 2").fetchone()
+        db.execute(breakage, [digest])
+    replies = [ask(url) for _ in range(2)]
+    assert [reply.status_code for reply in replies] == [200, 200]
+    assert [reply.headers["x-atoll-release"] for reply in replies] == ["1", "1"]
+    assert "VERSION 1" in replies[0].json()["choices"][0]["message"]["content"]
+    assert httpx.get(f"{url}/v1/models").status_code == 200
+    assert caplog.text.count("desk: release 2 is not served") == 1, "said once, loudly"
+
+
+def test_release_list_names_a_broken_row_in_one_line(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(store_path, "You are the front desk. VERSION 1\n")
+    with sqlite3.connect(store_path) as db:
+        db.execute("UPDATE releases SET evidence = '{not json' WHERE number = 1")
+    monkeypatch.setenv("ATOLL_RUNS_DB", str(store_path))
+    for args in (["release", "list", "desk"], ["release", "rollback", "desk", "1"]):
+        result = CliRunner().invoke(cli_app, args)
+        assert result.exit_code == 2, result.output
+        assert "release 1 of desk is broken in the runs store" in result.stderr
+        assert "Traceback" not in result.output
+
+
+# -- the command line ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["serve", "--port", "99999"], "--port"),
+        (["serve", "--port", "-1"], "--port"),
+        (["serve", "--harness", "no/such/harness"], "not a harness folder"),
+        (["records", "list", "--since", "99999999999d"], "reaches back before the year 1"),
+        (["records", "list", "--limit", "99999999999999999999999"], "--limit"),
+        (
+            ["release", "rollback", "desk", "99999999999999999999999"],
+            "has no release 99999999999999999999999",
+        ),
+        (["release", "show", "desk", "99999999999999999999999"], "has no release 99999999999999999999999"),
+    ],
+)
+def test_out_of_range_arguments_are_one_line_and_a_usage_error(
+    args: list[str], says: str, store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATOLL_RUNS_DB", str(store_path))
+    result = CliRunner().invoke(cli_app, args)
+    assert result.exit_code == 2, result.output
+    assert says in result.stderr and "Traceback" not in result.output
+    assert "serving" not in result.stderr
+
+
+def test_serve_says_what_it_redacts_before_serving(harness: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import service._app as app_module
+
+    monkeypatch.setattr(app_module, "run_service", lambda *args, **kwargs: None)
+    monkeypatch.setattr("service.run_service", lambda *args, **kwargs: None)
+    result = CliRunner().invoke(cli_app, ["serve", "--harness", str(harness)])
+    assert result.exit_code == 0, result.output
+    assert "records: redacting email, phone, card" in result.stderr

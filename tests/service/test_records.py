@@ -895,6 +895,28 @@ def test_records_with_corrections_become_draft_train_tasks(records: RecordStore,
     )
 
 
+def test_a_seed_no_task_file_can_hold_is_never_drafted_nor_loaded(
+    records: RecordStore, tmp_path: Path
+) -> None:
+    suite = helpdesk_suite(tmp_path / "suite")
+    huge = records.add(
+        new(chat(user("My blender arrived cracked"), metadata={"atoll_seed": str(10**30)}), answer("?"))
+    )
+    records.add_feedback(FeedbackIn(record_ids=[huge.id], passed=False, correction='Offer a "refund"'))
+    report = draft_tasks(records, suite, today=datetime(2026, 3, 2).date())
+    assert report.path is None
+    assert [skip.reason for skip in report.skipped] == [
+        f"metadata.atoll_seed {10**30} is not an integer from 0 to {2**63 - 1}"
+    ]
+    poisoned = suite / "tasks" / "poisoned.yaml"
+    task = yaml.safe_load((suite / "tasks").glob("*.yaml").__next__().read_text())[0]
+    poisoned.write_text(yaml.safe_dump([{**task, "id": "poisoned", "seeds": [10**30]}]))
+    with pytest.raises(SuiteError, match=f"seeds must be distinct integers from 0 to {2**63 - 1}"):
+        load_suite(suite)
+    check = CliRunner().invoke(app, ["suite", "check", str(suite)])
+    assert check.exit_code == 2 and "seeds must be distinct integers" in check.stderr
+
+
 def test_a_draft_task_is_refused_in_val(records: RecordStore, tmp_path: Path) -> None:
     suite = helpdesk_suite(tmp_path / "suite")
     record = records.add(new(chat(user("hi")), answer("Yo.")))
