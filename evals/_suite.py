@@ -133,12 +133,10 @@ class Task(_Strict):
     @field_validator("seeds")
     @classmethod
     def _distinct_seeds(cls, seeds: list[int] | None) -> list[int] | None:
-        if seeds is not None and (
-            not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0 or max(seeds) > MAX_SEED
-        ):
-            raise ValueError(
-                f"seeds must be distinct integers from 0 to {MAX_SEED}, at least one; got {seeds}"
-            )
+        if seeds is not None and (not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0):
+            raise ValueError(f"seeds must be distinct non-negative integers, at least one; got {seeds}")
+        if seeds is not None and max(seeds) > MAX_SEED:
+            raise ValueError(f"seeds must be at most {MAX_SEED}, SQLite's largest integer; got {seeds}")
         return seeds
 
 
