@@ -269,7 +269,15 @@ def test_the_chain_is_append_only(store: RunStore):
     chain.rollback(NAME, 1, expected_head=2)
 
     public = {name for name in dir(ReleaseChain) if not name.startswith("_")}
-    assert public == {"head", "get", "list", "files", "publish", "rollback"}
+    assert public == {
+        "head",
+        "get",
+        "list",
+        "numbers",
+        "files",
+        "publish",
+        "rollback",
+    }  # nothing updates or deletes
     assert chain.get(NAME, 1) == first
     with pytest.raises(sqlite3.IntegrityError):  # the key refuses a second release 2, whoever writes it
         store.db["releases"].insert({**first.model_dump(), "number": 2, "evidence": "{}"})
