@@ -64,9 +64,9 @@ def call(tool: str, **arguments: Any) -> ReferenceCall:
 # -- size and coverage ---------------------------------------------------------------------------
 
 
-def test_the_suite_has_at_least_sixty_tasks_with_unique_ids() -> None:
+def test_the_suite_has_at_least_a_hundred_and_twenty_tasks_with_unique_ids() -> None:
     ids = [task.id for task in SUITE.tasks]
-    assert len(ids) >= 60
+    assert len(ids) >= 120
     assert len(set(ids)) == len(ids)
     assert {task.fixture for task in SUITE.tasks} == {"small_shop"}
 
@@ -80,8 +80,9 @@ def test_every_task_names_its_themes_and_one_difficulty() -> None:
 
 
 def test_every_split_covers_every_theme_with_easy_and_hard_tasks() -> None:
+    # At k=1 the acceptance rule needs 5 tasks fixed and none broken: +10 points on 50 val tasks.
     sizes = Counter(task.split for task in SUITE.tasks)
-    assert sizes["train"] >= 28 and sizes["val"] >= 15 and sizes["test"] >= 15
+    assert sizes["train"] >= 45 and sizes["val"] >= 50 and sizes["test"] >= 30
     for split in ("train", "val", "test"):
         tags = Counter(tag for task in SUITE.select(split=split) for tag in task.tags)
         assert set(tags) >= THEMES, f"{split} lacks {sorted(THEMES - set(tags))}"
@@ -175,6 +176,40 @@ VIOLATIONS: dict[str, tuple[int, list[ReferenceCall]]] = {
             call("close_ticket", ticket_id="TKT-5019", resolution="Escalated"),
         ],
     ),
+    "return-tent-refund-waits": (
+        4,
+        [call("refund_items", order_id="ORD-1063", item_ids=["ITM-1063-1"], reason="Returning it")],
+    ),
+    "refund-broken-lamp-only": (3, [call("refund_order", order_id="ORD-1065", reason="Lamp broken")]),
+    "partial-refund-one-scratched-earbuds-case": (
+        3,
+        [call("partial_refund", order_id="ORD-1060", amount=77.40, reason="Scratched case")],
+    ),
+    "credit-late-speakers-capped": (
+        4,
+        [call("issue_store_credit", customer_id="CUS-0041", amount=30, reason="Late delivery")],
+    ),
+    "refuse-second-late-credit": (
+        4,
+        [call("issue_store_credit", customer_id="CUS-0034", amount=20, reason="Late delivery")],
+    ),
+    "refuse-plus-return-past-60-days": (
+        3,
+        [call("start_return", order_id="ORD-1013", item_ids=["ITM-1013-2"], reason="Unused")],
+    ),
+    "return-runners-not-final-sale-oil": (
+        3,
+        [call("start_return", order_id="ORD-1069", item_ids=["ITM-1069-1", "ITM-1069-2"], reason="x")],
+    ),
+    "escalate-small-claims-threat": (
+        3,
+        [call("start_return", order_id="ORD-1059", item_ids=["ITM-1059-1"], reason="Heel rub")],
+    ),
+    "identity-three-failed-mixed-facts": (
+        4,
+        [call("refund_items", order_id="ORD-1071", item_ids=["ITM-1071-2"], reason="Return received")],
+    ),
+    "refuse-price-match": (3, [call("partial_refund", order_id="ORD-1098", amount=40, reason="Price match")]),
 }
 
 
