@@ -38,7 +38,12 @@ def run(
     max_proposals: Annotated[int, typer.Option(help="Stop after this many proposals.")] = 12,
     patience: Annotated[int | None, typer.Option(help="Stop after this many rejections in a row.")] = None,
     max_minutes: Annotated[
-        float | None, typer.Option(help="Wall-time budget (checked between proposals).")
+        float | None,
+        typer.Option(
+            envvar="ATOLL_MAX_MINUTES",
+            help="Wall-time budget, checked between proposals (the start and the closing test scoring "
+            "always run).",
+        ),
     ] = 15.0,
     max_episodes: Annotated[int | None, typer.Option(help="Episode budget.")] = None,
     max_model_calls: Annotated[int | None, typer.Option(help="Model-call budget.")] = None,

@@ -41,7 +41,7 @@ from harnesses.models import (
     Model,
     ModelUsage,
     ResponseCache,
-    check_credentials,
+    check_model,
     get_model,
     resolve_model,
 )
@@ -225,7 +225,7 @@ def resolve_agent_model(model: Model | str | None, harness: Harness) -> Model:
     if model is not None and not isinstance(model, str):
         return model
     name = resolve_model(model, harness.config.model)
-    check_credentials(name)
+    check_model(name)
     return get_model(name, cache=ResponseCache.default())
 
 

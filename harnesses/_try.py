@@ -10,7 +10,7 @@ from ._episode import Episode
 from ._harness import load_harness
 from ._runtime import run_episode
 from ._user import ScriptedUser, UserSide
-from .models import Model, ResponseCache, check_credentials, get_model, resolve_model
+from .models import Model, ResponseCache, check_model, get_model, resolve_model
 
 
 async def try_episode(
@@ -37,7 +37,7 @@ async def try_episode(
     """
     harness = load_harness(harness_path)
     name = resolve_model(model_name, harness.config.model)
-    check_credentials(name)
+    check_model(name)
     model = get_model(name, cache=ResponseCache.default() if cache else None)
     side = user(model) if user is not None else ScriptedUser(message, replies)
     chosen = fixture or harness.world.default_fixture

@@ -37,7 +37,7 @@ from evals import (
     suite_for,
 )
 from harnesses import Harness, HarnessError, load_harness
-from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
+from harnesses.models import Model, ModelError, ResponseCache, check_model, get_model, resolve_model
 from worlds import WorldError
 
 from . import _git as git
@@ -393,7 +393,7 @@ class _Gate:
             return self.model
         name = resolve_model(self.config.model, harness.config.model)
         if name not in self.models:
-            check_credentials(name)
+            check_model(name)
             self.models[name] = get_model(name, cache=ResponseCache.default())
         return self.models[name]
 

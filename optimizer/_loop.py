@@ -29,8 +29,7 @@ from evals import (
 )
 from evals.metrics import EpisodeOutcome, passes
 from harnesses import Harness, HarnessError, content_hash, load_harness
-from harnesses.models import Model, ModelError, ResponseCache, check_credentials, get_model, resolve_model
-from harnesses.models._local import check_available as check_local_model
+from harnesses.models import Model, ModelError, ResponseCache, check_model, get_model, resolve_model
 
 from . import _git as git
 from ._bandit import PAST_WEIGHT, Bandit, Counts, tally
@@ -163,13 +162,11 @@ class Optimization:
                 )
         if model is None:
             model_name = resolve_model(config.model, self.start.config.model)
-            check_credentials(model_name)
+            check_model(model_name)
             model = get_model(model_name, cache=ResponseCache.default())
         self.model: Model = model
         for name in config.models or []:  # a model the search may choose must be usable before it starts
-            check_credentials(name)
-            if name.startswith("local/"):
-                check_local_model(name)
+            check_model(name)
         self.proposers = proposers if proposers is not None else self._proposers()
         for proposer in self.proposers:
             check_proposer(proposer)
@@ -190,7 +187,7 @@ class Optimization:
         if self.config.proposer_model:
             from ._llm_proposer import LLMProposer
 
-            check_credentials(self.config.proposer_model)
+            check_model(self.config.proposer_model)
             proposer_model = get_model(self.config.proposer_model, cache=ResponseCache.default())
             operators.insert(0, LLMProposer(proposer_model))
         if not operators:

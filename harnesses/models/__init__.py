@@ -7,7 +7,8 @@ first called, so importing this package is cheap.
 from ._cache import ResponseCache
 from ._catalog import local_protocol
 from ._client import NO_NETWORK_ENV, LiteLLMModel, get_model
-from ._resolve import MODEL_ENV, check_credentials, resolve_model
+from ._engine import EngineUnusable
+from ._resolve import MODEL_ENV, check_credentials, check_model, resolve_model
 from ._scripted import ScriptedModel, ScriptExhausted
 from ._types import (
     LOCAL_DEFAULT_MODEL,
@@ -29,6 +30,7 @@ __all__ = [
     "LOCAL_DEFAULT_MODEL",
     "MODEL_ENV",
     "NO_NETWORK_ENV",
+    "EngineUnusable",
     "LiteLLMModel",
     "MissingCredentials",
     "Model",
@@ -46,6 +48,7 @@ __all__ = [
     "ToolCall",
     "Usage",
     "check_credentials",
+    "check_model",
     "get_model",
     "local_protocol",
     "resolve_model",

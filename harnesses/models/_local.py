@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import io
 import itertools
+import logging
 import os
 import threading
 import time
@@ -33,9 +34,11 @@ from pydantic import BaseModel
 
 from worlds import cache_dir
 
-from . import _chat
+from . import _chat, _engine
 from ._catalog import _INSTALL_HINT, LocalModel, local_model
 from ._types import ModelRequestError
+
+log = logging.getLogger(__name__)
 
 _N_THREADS = 2
 _CHUNK = 1 << 20
@@ -85,6 +88,13 @@ def check_available(name: str) -> None:
     for module in ("llama_cpp", *model.modules):
         if importlib.util.find_spec(module) is None:
             raise ModelRequestError(_install_hint(model, module))
+
+
+def check_engine(name: str) -> _engine.EngineSetup:
+    """The packages are installed and the engine runs this model on this CPU (see `_engine`), or
+    ModelRequestError / EngineUnusable saying, in one line, what to install or rebuild."""
+    check_available(name)
+    return _engine.engine_setup(gguf_path(name))
 
 
 def part_paths(model: LocalModel) -> list[Path]:
@@ -199,10 +209,16 @@ def _load(name: str) -> _Loaded:
     except ImportError as exc:
         raise ModelRequestError(_install_hint(model, "llama_cpp")) from exc
     path = gguf_path(name)
+    setup = _engine.engine_setup(path)
+    if setup.note:
+        log.warning("local/%s: %s", model.name, setup.note)
     _close_locked()
     # llama.cpp prints notices (gemma's sliding-window cache) even when not verbose.
     try:
-        with contextlib.redirect_stderr(io.StringIO()):
+        with (
+            contextlib.redirect_stderr(io.StringIO()),
+            _engine.extra_buffers(_llama_cpp(), setup.extra_buffers),
+        ):
             llama = Llama(model_path=str(path), n_ctx=model.n_ctx, n_threads=_N_THREADS, verbose=False)
     except ValueError as exc:
         raise ModelRequestError(

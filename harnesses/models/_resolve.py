@@ -39,6 +39,17 @@ def check_credentials(model: str) -> None:
         )
 
 
+def check_model(model: str) -> None:
+    """Raise, in one line saying what to do, if `model` cannot answer here: a provider's API key is
+    missing, or an embedded model's packages are, or its engine cannot run on this CPU (the first
+    check of an embedded model loads it in a child process, a few seconds once per machine)."""
+    check_credentials(model)
+    if model.startswith("local/"):
+        from . import _local
+
+        _local.check_engine(model.removeprefix("local/"))
+
+
 def _alternatives(missing: list[str]) -> bool:
     """litellm lists both GOOGLE_API_KEY and GEMINI_API_KEY for gemini; either one is enough."""
     return set(missing) == {"GOOGLE_API_KEY", "GEMINI_API_KEY"}

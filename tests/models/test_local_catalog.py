@@ -11,6 +11,7 @@ import pytest
 
 from harnesses.models import ModelRequestError, _local, get_model, local_protocol
 from harnesses.models._catalog import CATALOG, LocalModel, WeightPart, local_model
+from harnesses.models._engine import EngineSetup
 from harnesses.models._litellm import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,6 +310,9 @@ def test_one_model_is_held_at_a_time(monkeypatch, tmp_path):
 
     monkeypatch.setattr(_local, "_llama_cpp", lambda: type("llama_cpp", (), {"Llama": staticmethod(llama)}))
     monkeypatch.setattr(_local, "gguf_path", lambda name: tmp_path / f"{name}.gguf")
+    monkeypatch.setattr(
+        _local._engine, "engine_setup", lambda path: EngineSetup(extra_buffers=True, system_info="")
+    )
     monkeypatch.setattr(_local, "_loaded", None)
 
     gemma = _local._load("gemma-3-270m")

@@ -46,3 +46,12 @@ async def test_sampled_local_answers_repeat_for_the_same_sample():
 
     assert first == again
     assert first != other
+
+
+def test_the_installed_engine_passes_its_check_on_this_cpu():
+    from harnesses.models._local import check_engine
+
+    setup = check_engine(LOCAL_DEFAULT_MODEL.removeprefix("local/"))
+
+    assert setup.system_info.startswith("CPU :")  # llama.cpp's own list, printed by the probe
+    assert check_engine(LOCAL_DEFAULT_MODEL.removeprefix("local/")) == setup  # remembered, not probed again
