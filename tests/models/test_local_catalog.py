@@ -13,6 +13,7 @@ from harnesses.models import ModelRequestError, _local, get_model, local_protoco
 from harnesses.models._catalog import CATALOG, LocalModel, WeightPart, local_model
 from harnesses.models._engine import EngineSetup
 from harnesses.models._litellm import load
+from harnesses.models._snapshots import Snapshot, Snapshots
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = [
@@ -243,6 +244,9 @@ class FakeLlama:
     def kv_cache_seq_rm(self, seq, start, end):
         return True
 
+    def kv_cache_clear(self):
+        self.n_tokens = 0
+
     def eval(self, tokens):
         self.input_ids[self.n_tokens : self.n_tokens + len(tokens)] = tokens
         self.n_tokens += len(tokens)
@@ -260,6 +264,55 @@ class FakeLlama:
 
 def primed():
     return _local._Loaded(model=CATALOG["qwen2.5-coder-0.5b"], llama=FakeLlama())
+
+
+@pytest.fixture(autouse=True)
+def fake_states(monkeypatch):
+    """llama.cpp's state copies on the stand-in: a state is the tokens it holds; restores are counted."""
+    restored = []
+    monkeypatch.setattr(_local, "_save_kv", lambda llama: bytes(llama.input_ids[: llama.n_tokens]))
+    monkeypatch.setattr(_local, "_load_kv", lambda llama, data: restored.append(list(data)))
+    return restored
+
+
+def test_a_conversation_interrupted_by_another_agent_is_restored_not_read_again(fake_states):
+    loaded = primed()
+    triage, refunds = [[1, 2, 3], [4]], [[7, 7, 7, 7], [8]]
+    _local._prime(loaded, triage)
+    loaded.llama.eval([5, 6])  # its answer
+    _local._prime(loaded, refunds)  # the hand-off: another head
+
+    _local._prime(loaded, [*triage, [5, 6, 9]])  # back to the caller, with the sub-agent's answer
+
+    assert fake_states == [[1, 2, 3, 4]]  # the caller's state came back, cut where its segments end
+    assert loaded.llama.evals == [[1, 2, 3], [4], [5, 6], [7, 7, 7, 7], [8], [5, 6, 9]]
+    assert loaded.llama.input_ids[:7] == [1, 2, 3, 4, 5, 6, 9] and loaded.bounds == [3, 4, 7]
+
+
+def test_the_next_episode_restores_each_agents_head_from_its_snapshot(fake_states):
+    loaded = primed()
+    _local._prime(loaded, [[1, 2, 3], [4]])
+    _local._prime(loaded, [[7, 7, 7, 7], [8]])
+    _local._prime(loaded, [[1, 2, 3], [5]])  # episode 2, entry agent: its head, another opening
+
+    _local._prime(loaded, [[7, 7, 7, 7], [6]])  # and its sub-agent
+
+    assert loaded.llama.evals == [[1, 2, 3], [4], [7, 7, 7, 7], [8], [5], [6]]
+
+
+def test_snapshots_keep_the_most_recently_used_within_their_budget():
+    snapshots = Snapshots(budget=8)
+    for first in (1, 2, 3):
+        snapshots.put(Snapshot(tokens=(first, 0, 0, 0), bounds=(4,), data=bytes(4)))
+
+    assert len(snapshots) == 2
+    assert snapshots.best([4], [1, 0, 0, 0]) == (None, 0)  # the oldest went first
+    found, held = snapshots.best([4, 6], [3, 0, 0, 0, 5, 5])
+    assert held == 1 and found.tokens == (3, 0, 0, 0)
+    assert snapshots.best([2, 4], [3, 0, 0, 0]) == (
+        None,
+        0,
+    )  # the same tokens cut elsewhere: not the same state
 
 
 def test_segments_already_evaluated_are_reused_and_only_the_new_ones_evaluated():

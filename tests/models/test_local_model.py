@@ -55,3 +55,23 @@ def test_the_installed_engine_passes_its_check_on_this_cpu():
 
     assert setup.system_info.startswith("CPU :")  # llama.cpp's own list, printed by the probe
     assert check_engine(LOCAL_DEFAULT_MODEL.removeprefix("local/")) == setup  # remembered, not probed again
+
+
+def test_an_agent_interrupted_by_another_answers_the_same_from_its_saved_state():
+    from harnesses.models import _local
+
+    name = LOCAL_DEFAULT_MODEL.removeprefix("local/")
+    caller = [{"role": "system", "content": "Q: What is the capital of Italy?\nA: Rome"}, PROMPT[1]]
+    other = [{"role": "system", "content": "Q: What is the capital of Spain?\nA: Madrid"}, PROMPT[1]]
+
+    def answer(messages):
+        return _local.generate(
+            name, messages, max_tokens=8, temperature=0.0, top_p=None, stop=["\n"], seed=0, timeout_s=120
+        ).text
+
+    first = answer(caller)
+    answer(other)  # another head takes the context
+    again = answer(caller)  # restored from its snapshot, not read again
+
+    assert again == first
+    assert _local._loaded is not None and len(_local._loaded.snapshots) >= 1
