@@ -21,6 +21,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import itertools
+import os
+import subprocess
+import sys
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -160,7 +163,10 @@ class RayExecutor:
 
         if not ray.is_initialized():
             self._pool, self._caches, self._fixtures = [], {}, {}  # a previous connection's, gone with it
-            ray.init(address=self.address, runtime_env=self.runtime_env)
+            ray.init(
+                address=_local_cluster() if _starts_one(self.address) else self.address,
+                runtime_env=self.runtime_env,
+            )
         if not self._pool:
             count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
             worker = ray.remote(_EpisodeWorker).options(
@@ -227,6 +233,40 @@ class RayExecutor:
                 actor = server.options(num_cpus=0, max_restarts=-1, scheduling_strategy=here).remote(path)
             self._caches[path] = actor
         return self._caches[path]
+
+
+_local_head: subprocess.Popen | None = None
+"""The process holding the local cluster this driver started (see `_local_cluster`); the other end of its
+stdin is this process's, so the cluster lives exactly as long as this process does."""
+
+
+def _starts_one(address: str | None) -> bool:
+    """Whether `ray.init(address)` would start a cluster here: no address given, none in $RAY_ADDRESS, none
+    that `ray start` left on this machine (Ray's own lookup, a private function). Only on
+    POSIX: on Windows Ray ties the whole cluster to the driver with a job object already."""
+    from ray._private.services import canonicalize_bootstrap_address
+
+    return address is None and os.name == "posix" and canonicalize_bootstrap_address(None) is None
+
+
+def _local_cluster() -> str:
+    """Start a local cluster that dies with this process, even SIGKILLed (`_ray_head.py` says why and how),
+    and return its address; a previous one, disconnected from by `ray.shutdown()`, is stopped first."""
+    global _local_head
+    if _local_head is not None and _local_head.stdin is not None:
+        _local_head.stdin.close()  # EOF: it stops its cluster
+    _local_head = head = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("_ray_head.py"))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,  # its process group is the cluster's alone; no terminal signal reaches it
+    )
+    address = head.stdout.readline().decode().strip() if head.stdout is not None else ""
+    if not address:
+        raise ExecutorError(
+            f"the local Ray cluster did not start (exit code {head.wait()}); Ray says why above"
+        )
+    return address
 
 
 def _cache_paths(models: list[Model | None]) -> list[str]:
@@ -341,7 +381,7 @@ class _SharedCacheModel:
         sample: int = 0,
     ) -> ModelResponse:
         request = ModelRequest(messages=messages, tools=tools, params=params or ModelParams(), sample=sample)
-        key = ResponseCache.key(self.name, request, self.model.litellm_kwargs)
+        key = ResponseCache.key(self.name, request, self.model.cache_options())
         hit = await self.server.get.remote(key)
         if hit is not None:
             return ModelResponse.model_validate_json(hit)

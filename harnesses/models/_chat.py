@@ -166,6 +166,11 @@ _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
 _FENCE = re.compile(r"\A```[\w-]*[ \t]*\n?(.*?)\n?[ \t]*```\Z", re.S)
 _decoder = json.JSONDecoder()
 _LITERAL_LIMIT = 20_000  # characters: a tool call is far shorter, and the Python parser stays cheap
+_PROSE_STARTS = (
+    64  # braces tried as the start of a call inside prose: a call comes early, JSON-heavy text is cut short
+)
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_EMPTY_FENCE = re.compile(r"```[\w-]*\s*```")
 
 
 @dataclass(frozen=True)
@@ -177,16 +182,21 @@ class TextToolCall:
 
 
 def parse_tool_calls(text: str, tool_names: Collection[str]) -> tuple[str | None, list[TextToolCall]]:
-    """(content, calls) of a chat model's answer written in the `hermes` format.
+    """(content, calls) of a chat model's answer written in the `hermes` format, or near it.
 
     - `<tool_call>{"name": …, "arguments": {…}}</tool_call>` blocks, any number, the last one
-      maybe unclosed (cut at max_tokens): each readable block is a call, whatever its name (an
-      unknown tool is the runtime's to report); the text around them is the content (a thought).
+      maybe unclosed (cut at max_tokens or at the stop sequence): each readable block is a call,
+      whatever its name (an unknown tool is the runtime's to report); the text around them is the
+      content (a thought).
     - Without blocks, an answer that is nothing but such objects (bare, in a ```json fence, or a
-      list of them) is read as calls too, but only the leading objects that name one of
-      `tool_names`, so a reply that happens to be JSON stays a reply; JSON after them (a result
-      the model invented for its own call) is dropped.
-    - Anything else, including a block whose JSON cannot be read, stays text: never an error.
+      list of them) is read as calls: the leading objects that name one of `tool_names`, or that
+      have the shape of a call (a tool-like name and `arguments`) whatever the name, so a call of a
+      tool the agent is not offered is answered as unknown and the model can correct itself. JSON
+      after them (a result the model invented for its own call) is dropped.
+    - A call-shaped object inside prose ("Let me check. ```json {…}```", a call and then a
+      sentence, doubled braces `{{…}}}}`) is a call too, and the prose its content.
+    - Anything else, including a block whose JSON cannot be read and JSON that is not call-shaped
+      (a reply that happens to be JSON), stays text: never an error.
 
     Small slips are forgiven: a missing closing brace or two, text after the object, single
     quotes (a Python dict), `parameters` for `arguments`, arguments given as JSON text, and the
@@ -209,19 +219,67 @@ def parse_tool_calls(text: str, tool_names: Collection[str]) -> tuple[str | None
             return "".join(kept).strip() or None, calls
         return text, []
     body = _unfence(text.strip())
-    values = _values(body)
-    if values is None and (single := _load_object(body)) is not None:
-        values = [single]  # one object with a slip (a missing closing brace)
-    if values:
+    if values := _values(body):
         objects = [item for value in values for item in (value if isinstance(value, list) else [value])]
         calls = list(
             itertools.takewhile(
-                lambda call: call is not None and call.name in tool_names, map(_call, objects)
+                lambda call: call is not None, (_offered_call(obj, tool_names) for obj in objects)
             )
         )
         if calls:  # JSON after the calls is the result the model imagined for them: the tool's own comes next
             return None, calls
-    return text, []
+    content, calls = _calls_in_prose(text)
+    if calls:
+        return content, calls
+    single = _offered_call(_load_object(body), tool_names)  # one object with a slip (a missing brace)
+    return (None, [single]) if single is not None else (text, [])
+
+
+def _offered_call(obj: Any, tool_names: Collection[str]) -> TextToolCall | None:
+    """A call, if `obj` names an offered tool or has the shape of a call whatever its name."""
+    call = _call(obj)
+    if call is None or (call.name not in tool_names and not _call_shaped(obj)):
+        return None
+    return call
+
+
+def _call_shaped(obj: Any) -> bool:
+    """{"name": <a tool-like identifier>, "arguments" (or "parameters"): {…}}: a call, not a reply."""
+    if isinstance(obj, dict) and isinstance(obj.get("function"), dict) and "name" not in obj:
+        obj = obj["function"]
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return False
+    arguments = obj.get("arguments", obj.get("parameters"))
+    return bool(_TOOL_NAME.fullmatch(obj["name"].strip())) and isinstance(arguments, dict | str)
+
+
+def _calls_in_prose(text: str) -> tuple[str | None, list[TextToolCall]]:
+    """The call-shaped objects written inside prose, and the prose around them as the content."""
+    if len(text) > _LITERAL_LIMIT:
+        return text, []
+    calls: list[TextToolCall] = []
+    kept: list[str] = []
+    position = tried = 0
+    while (start := text.find("{", position)) != -1 and tried < _PROSE_STARTS:
+        tried += 1
+        try:
+            value, end = _decoder.raw_decode(text, start)
+        except (json.JSONDecodeError, RecursionError):
+            kept.append(text[position : start + 1])
+            position = start + 1
+            continue
+        if not _call_shaped(value):
+            kept.append(text[position:end])
+            position = end
+            continue
+        kept.append(text[position:start])
+        calls.append(_call(value))  # type: ignore[arg-type]  # call-shaped, so a call
+        position = end
+    if not calls:
+        return text, []
+    kept.append(text[position:])
+    prose = _EMPTY_FENCE.sub("", "".join(kept)).strip(" \n{}`")
+    return prose or None, calls
 
 
 def _unfence(text: str) -> str:
@@ -234,6 +292,8 @@ def _load_object(text: str) -> Any:
     text = _unfence(text.strip())
     if not text.startswith("{"):
         return None
+    if text.startswith("{{"):  # doubled braces, as a template escapes them: the call is inside
+        text = text[1:]
     for attempt in (text, text + "}", text + "}}"):
         try:
             return _decoder.raw_decode(attempt)[0]  # raw_decode: text after the object is ignored

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import _litellm, _local
 from ._cache import ResponseCache
+from ._catalog import ENGINE_REVISION
 from ._types import (
     ModelParams,
     ModelRequest,
@@ -83,7 +84,7 @@ class LiteLLMModel:
         request the provider refuses.
         """
         request = ModelRequest(messages=messages, tools=tools, params=params or ModelParams(), sample=sample)
-        key = ResponseCache.key(self.name, request, self.litellm_kwargs)
+        key = ResponseCache.key(self.name, request, self.cache_options())
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             return hit
         self._check_reachable()
@@ -111,6 +112,13 @@ class LiteLLMModel:
         if self.cache is not None:
             self.cache.put(key, self.name, request, response)
         return response
+
+    def cache_options(self) -> dict[str, Any]:
+        """What besides the request decides the answer: litellm's extra arguments, and for an embedded
+        model the engine's revision (its answers to the same request change with it)."""
+        if self._local_name is None:
+            return self.litellm_kwargs
+        return {**self.litellm_kwargs, "engine": ENGINE_REVISION}
 
     def _check_reachable(self) -> None:
         if self._local_name is not None:

@@ -59,7 +59,8 @@ class LocalCompletion(BaseModel):
 
 
 class LocalTimeout(Exception):
-    """Generation ran past its deadline (counted from when the model was free, not from the queue)."""
+    """Generation ran past its deadline: counted once the model is free and has read the prompt's
+    reusable segments (restored or evaluated), so a first call that reads a long head is not a timeout."""
 
 
 class LocalRequestError(Exception):
@@ -387,6 +388,9 @@ def generate(
                 f"prompt of {prompt_tokens} tokens + max_tokens {max_tokens} exceeds local/{model.name}'s "
                 f"context of {model.n_ctx} tokens: shorten the prompt (fewer demos or tools) or lower max_tokens"
             )
+        options: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
+        _prime(loaded, segments[:-1])  # create_completion evaluates the last segment, after these
+        # Counted from here: reading a long head for the first time is work asked for, not a hung model.
         deadline = time.monotonic() + timeout_s
         timed_out = False
 
@@ -395,8 +399,6 @@ def generate(
             timed_out = time.monotonic() > deadline
             return timed_out
 
-        options: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
-        _prime(loaded, segments[:-1])  # create_completion evaluates the last segment, after these
         out = llama.create_completion(
             tokens,
             max_tokens=max_tokens or budget,

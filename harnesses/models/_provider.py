@@ -58,7 +58,7 @@ class LocalProvider(CustomLLM):
                 max_tokens=optional_params.get("max_tokens"),
                 temperature=optional_params.get("temperature", 0.0),
                 top_p=optional_params.get("top_p"),
-                stop=optional_params.get("stop"),
+                stop=_stops(optional_params.get("stop"), description.tool_calls if tools else "none"),
                 seed=optional_params.get("seed") or 0,
                 timeout_s=timeout if isinstance(timeout, int | float) else 600.0,
             )
@@ -94,3 +94,12 @@ class LocalProvider(CustomLLM):
             total_tokens=out.prompt_tokens + out.completion_tokens,
         )
         return model_response
+
+
+def _stops(asked: list[str] | str | None, tool_calls: str) -> list[str] | None:
+    """The caller's stop sequences, and for a hermes model offered tools the end of its first call:
+    answered there, it cannot run on into a `Result:` it invents for its own call."""
+    stops = [asked] if isinstance(asked, str) else list(asked or [])
+    if tool_calls == "hermes" and "</tool_call>" not in stops:
+        stops.append("</tool_call>")
+    return stops or None

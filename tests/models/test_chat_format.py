@@ -103,9 +103,44 @@ def test_a_bare_call_followed_by_a_result_the_model_invented_is_still_the_call()
     assert calls_of(text) == (None, [("get_order", {"order_id": "ORD-3"})])
 
 
-def test_bare_json_with_text_around_it_stays_a_reply():
-    text = 'I will call {"name": "get_order", "arguments": {"order_id": "ORD-3"}} now.'
+@pytest.mark.parametrize(
+    ("text", "thought"),
+    [
+        ('I will call {"name": "get_order", "arguments": {"order_id": "ORD-3"}} now.', "I will call  now."),
+        (
+            'Let me check.\n```json\n{"name": "get_order", "arguments": {"order_id": "ORD-3"}}\n```',
+            "Let me check.",
+        ),
+        (
+            '{"name": "get_order", "arguments": {"order_id": "ORD-3"}}\nI will tell you what I find.',
+            "I will tell you what I find.",
+        ),
+        ('{{"name": "get_order", "arguments": {"order_id": "ORD-3"}}}}', None),  # doubled braces (Qwen 1.5B)
+    ],
+    ids=["inside-a-sentence", "fenced-after-prose", "then-prose", "doubled-braces"],
+)
+def test_a_call_written_inside_prose_is_a_call_and_the_prose_its_thought(text, thought):
+    assert calls_of(text) == (thought, [("get_order", {"order_id": "ORD-3"})])
 
+
+def test_a_call_of_a_tool_the_agent_is_not_offered_is_a_call_so_the_runtime_answers_unknown_tool():
+    # The triage agent, not offered cancel_order, wrote it as fenced JSON: read as a reply, it never
+    # learned the call was not available.
+    text = '```json\n{"name": "cancel_order", "arguments": {"order_id": "ORD-3"}}\n```'
+
+    assert calls_of(text) == (None, [("cancel_order", {"order_id": "ORD-3"})])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"answer": "ORD-3 shipped yesterday"}',
+        'Your order: {"id": "ORD-3", "status": "shipped"}.',
+        'I would use {"name": "get_order"} here.',  # no arguments: not the shape of a call
+    ],
+    ids=["json-reply", "json-in-a-reply", "name-only"],
+)
+def test_json_that_is_not_shaped_like_a_call_stays_a_reply(text):
     assert parse_tool_calls(text, TOOLS) == (text, [])
 
 

@@ -189,6 +189,19 @@ async def test_a_native_local_model_answers_with_tool_calls_read_from_its_text(e
     assert (name, messages, kwargs["tools"]) == ("qwen2.5-coder-0.5b", ASK, TOOLS)
 
 
+async def test_a_native_local_model_offered_tools_stops_at_the_end_of_its_first_call(engine):
+    engine.text = (
+        '<tool_call>\n{"name": "track_shipment", "arguments": {"order_id": "ORD-1042"}}\n'  # stopped
+    )
+
+    response = await get_model("local/qwen2.5-coder-0.5b").complete(ASK, tools=TOOLS)
+    await get_model("local/qwen2.5-coder-0.5b").complete(ASK)
+
+    assert [c.name for c in response.tool_calls] == ["track_shipment"]
+    with_tools, without = (kwargs["stop"] for _, _, kwargs in engine.requests)
+    assert with_tools == ["</tool_call>"] and without is None  # no tools, no call to end
+
+
 async def test_a_native_local_model_s_plain_answer_is_its_reply(engine):
     engine.text = "Your parcel is out for delivery."
 
@@ -377,3 +390,10 @@ def test_one_model_is_held_at_a_time(monkeypatch, tmp_path):
     assert qwen.llama.model_path.endswith("qwen2.5-coder-0.5b.gguf")
     _local._close()
     assert made[1].closed and _local._loaded is None
+
+
+def test_an_embedded_model_s_answers_are_cached_under_its_engine_revision():
+    from harnesses.models._catalog import ENGINE_REVISION
+
+    assert get_model("local/gemma-3-270m").cache_options() == {"engine": ENGINE_REVISION}
+    assert get_model("openai/gpt-4o-mini").cache_options() == {}
