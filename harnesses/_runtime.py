@@ -11,7 +11,9 @@ tools.yaml lists for the tool (if any), then is cut to limits.observation_chars.
 events and calls keep the whole result.
 
 Nothing the model or the world does crashes an episode: a malformed action, an unknown tool
-or bad arguments become an error observation the agent reads; a model call that fails (a
+or bad arguments become an error observation the agent reads (a malformed answer identical to one
+that already failed is not shown again: the next answer is sampled warmer, with a seed of its own,
+and a notice records it); a model call that fails (a
 ModelError, or anything a custom model raises but cancellation) ends the episode with
 stop_reason "model_error" and `error` set. A tool
 that crashes inside the world (error type `world_bug`) is shown to the agent like any error,
@@ -152,6 +154,8 @@ class _Run:
         self.memory = CallMemory()  # for the repeat guard
         self.succeeded: set[str] = set()  # tools that succeeded this episode, for the preconditions guard
         self.looked: set[str] = set()  # agents that called a tool or were told to, for the look_first guard
+        self.failed: set[tuple[str, str]] = set()  # (agent, answer) that could not be read, never replayed
+        self.resamples: dict[str, int] = {}  # per agent: answers sampled afresh after a repeated failure
         self.started = time.perf_counter()
         self.now = instance.now().strftime(TIMESTAMP_FORMAT)
 
@@ -261,6 +265,16 @@ class _Run:
                 self._event(
                     "error", name, content=parsed.raw, error={"type": MALFORMED, "message": message}, **cost
                 )
+                if (name, parsed.raw) in self.failed:
+                    # The same broken answer again: asked the same way, a model at temperature 0 gives it
+                    # a third time. It is not shown again (a small model copies itself), and the next
+                    # answer is sampled afresh.
+                    self.resamples[name] = self.resamples.get(name, 0) + 1
+                    self._event(
+                        "notice", name, content=f"{_REPEATED_FAILURE} (resample {self.resamples[name]})"
+                    )
+                    continue
+                self.failed.add((name, parsed.raw))
                 turns += [AssistantTurn(raw=parsed.raw), ErrorTurn(message)]
                 continue
             if (
@@ -321,12 +335,15 @@ class _Run:
             raise _Stop("turn_limit")
         if limits.tokens is not None and self.usage.total_tokens >= limits.tokens:
             raise _Stop("token_limit")
+        params, sample = agent.params, self.sample
+        if resample := self.resamples.get(agent.name):
+            params, sample = _resampled(params, sample, resample)
         try:
             response = await agent.model.complete(
                 agent.protocol.messages(agent.system, turns, agent.examples),
                 tools=agent.tools,
-                params=agent.params,
-                sample=self.sample,
+                params=params,
+                sample=sample,
             )
         except ScriptExhausted:
             raise  # a test's script ran dry: a bug in the test, not a model failure
@@ -450,6 +467,25 @@ class _Run:
         self.events.append(
             Event(kind=kind, agent=agent, at=round(time.perf_counter() - self.started, 6), **fields)
         )
+
+
+_REPEATED_FAILURE = (
+    "The answer repeated one that already failed; it is not shown again and the next is sampled afresh"
+)
+_RESAMPLE_TEMPERATURE = 0.7
+_RESAMPLE_STRIDE = (
+    1_000_003  # a resample's sample index: far from the episode's own, and from other episodes'
+)
+
+
+def _resampled(params: ModelParams, sample: int, resample: int) -> tuple[ModelParams, int]:
+    """How an agent is sampled after `resample` repeated failures: warmer, with a seed of its own (still
+    seeded, so the episode replays from the cache)."""
+    seed = None if params.seed is None else params.seed + resample * _RESAMPLE_STRIDE
+    warmer = params.model_copy(
+        update={"temperature": max(params.temperature, _RESAMPLE_TEMPERATURE), "seed": seed}
+    )
+    return warmer, sample + resample * _RESAMPLE_STRIDE
 
 
 def _reply_now(agent: _Agent) -> str:

@@ -202,6 +202,22 @@ async def test_malformed_text_actions_become_observations_the_agent_recovers_fro
     assert '"type": "invalid_arguments", "message": "customer_id: Field required"' in transcript
 
 
+async def test_an_answer_that_repeats_a_failure_is_not_shown_again_and_the_next_is_sampled_afresh() -> None:
+    broken = ' {"tool": "reply", "args": {"message": "I am sorry, I am sorry, I am sorry'  # cut at max_tokens
+    model = ScriptedModel([broken, broken, broken, say("Your order shipped.")])
+
+    ep = await episode(toy(), model, "Where is my order?")
+
+    assert ep.stop_reason == "reply" and ep.reply == "Your order shipped."
+    first, second, third, fourth = model.requests
+    assert second.messages == third.messages == fourth.messages  # the repeats were never fed back
+    assert (first.params.temperature, second.params.temperature) == (0.0, 0.0)
+    assert third.params.temperature == fourth.params.temperature == 0.7  # sampled afresh...
+    assert len({second.sample, third.sample, fourth.sample}) == 3  # ...each with a seed of its own
+    notices = [e.content for e in ep.events if e.kind == "notice"]
+    assert len(notices) == 2 and all("repeated one that already failed" in n for n in notices)
+
+
 async def test_unknown_tools_and_bad_arguments_are_errors_the_agent_sees_not_crashes() -> None:
     model = ScriptedModel(
         [
