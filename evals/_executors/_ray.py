@@ -13,7 +13,8 @@ cache file (see `_CacheServer`), so a batch replays the same on any executor.
 
 Concurrency: the driver keeps at most `concurrency` episodes in flight across the cluster (a provider's
 limit holds however many workers there are) and at most `in_flight(model, concurrency)` on one worker
-(the local model: one per process). Ray is imported only here, and only once a batch runs on it.
+(the local model: one per process). Ray is imported only here (and in `_ray_head.py`, the process that holds
+a local cluster this driver starts), and only once a batch runs on it.
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ def _local_cluster() -> str:
     global _local_head
     if _local_head is not None and _local_head.stdin is not None:
         _local_head.stdin.close()  # EOF: it stops its cluster
+    _same_authentication()
     _local_head = head = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("_ray_head.py"))],
         stdin=subprocess.PIPE,
@@ -267,6 +269,17 @@ def _local_cluster() -> str:
             f"the local Ray cluster did not start (exit code {head.wait()}); Ray says why above"
         )
     return address
+
+
+def _same_authentication() -> None:
+    """Choose token authentication as `ray.init()` does for a cluster it starts (on, unless $RAY_AUTH_MODE
+    says otherwise), here, where the head inherits the choice and this driver keeps it: Ray turns it on by
+    itself only when it starts the cluster or finds it without an address, and this driver is given one."""
+    try:  # Ray releases with token authentication (2.60 here); older ones have none to choose
+        from ray._private.authentication.authentication_token_setup import enable_token_auth_by_default
+    except ImportError:
+        return
+    enable_token_auth_by_default()
 
 
 def _cache_paths(models: list[Model | None]) -> list[str]:

@@ -8,11 +8,16 @@ packages (minidesk, notes_desk) from PYTHONPATH, as a user's cluster imports the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -251,3 +256,72 @@ print(json.dumps(result.scores()))
     assert done.returncode == 0, done.stderr[-3000:]
     local = asyncio.run(evaluate_batch(harness(), suite, model=solver(), seeds=[0, 1, 2]))
     assert json.loads(done.stdout.strip().splitlines()[-1]) == local.scores()
+
+
+def _open_files(pid: str) -> list[str]:
+    """The paths process `pid` has open; none for a process gone or not this user's."""
+    paths = []
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                paths.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return paths
+
+
+def _cluster(ray_dir: str) -> dict[int, str]:
+    """Every live process of the cluster whose Ray directory is `ray_dir`, by pid, with its name: each one
+    (the driver, the GCS, the raylet, its agents and workers) keeps its log files open in its session there,
+    however it was started and whatever it did to its command line or environment."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if any(path.startswith(ray_dir + "/") for path in _open_files(pid)):
+            with contextlib.suppress(OSError):
+                found[int(pid)] = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode().strip()
+    return found
+
+
+def _line(process: subprocess.Popen, timeout_s: float) -> str:
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout_s):
+            process.kill()
+            raise AssertionError(f"the driver said nothing in {timeout_s} s")
+    return process.stdout.readline().strip()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the cluster's processes in /proc")
+def test_a_driver_killed_with_sigkill_leaves_no_process_of_the_cluster_it_started() -> None:
+    """`--executor ray` with no cluster to join starts one; SIGKILL the driver mid-run and nothing of that
+    cluster may outlive it (the raylet's agents used to stay a minute, about 190 MB)."""
+    script = f"""
+import sys, time
+sys.path.insert(0, {str(TESTS / "evals")!r})
+from minidesk.agent import SUITE, harness, solver
+from minidesk.world import world
+from evals import RayExecutor, evaluate, load_suite
+executor = RayExecutor(workers=1, runtime_env={{"env_vars": {{"PYTHONPATH": {str(TESTS / "evals")!r}}}}})
+evaluate(harness(), load_suite(SUITE, world=world), model=solver(), seeds=[0], executor=executor)
+print("played", flush=True)
+time.sleep(600)
+"""
+    # A Ray directory of its own: it names this cluster's processes, and no cluster `ray start` left on
+    # this machine is joined instead (short: Ray's socket paths must fit in 107 bytes).
+    ray_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"RAY_TMPDIR": ray_dir}
+    driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert _line(driver, timeout_s=180) == "played"
+        names = set(_cluster(ray_dir).values())
+        assert {"ray::DashboardAgent", "ray::RuntimeEnvAgent", "ray::_EpisodeWorker"} <= names, names
+        driver.kill()
+        driver.wait()
+        deadline = time.monotonic() + 10
+        while (left := _cluster(ray_dir)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not left, f"alive 10 s after the driver was killed: {sorted(left.values())}"
+    finally:
+        driver.kill()
+        for pid in _cluster(ray_dir):  # what a failed run left, so that it costs no more than itself
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(ray_dir, ignore_errors=True)
