@@ -1,0 +1,14 @@
+"""The airline tools, as τ²-bench's: same names, parameters, descriptions, answers and error texts.
+
+Tool descriptions are τ²-bench's (Copyright (c) 2025 Sierra Research, MIT License), word for word,
+so an agent sees the schemas it would see in τ².
+"""
+
+from ..._tau2 import calculate, transfer_to_human_agents
+from ..world import world
+from . import flights, reservations, users
+
+world.tool(calculate, writes=False)
+world.tool(transfer_to_human_agents, writes=False)
+
+__all__ = ["flights", "reservations", "users"]

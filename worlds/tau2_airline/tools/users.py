@@ -1,0 +1,41 @@
+"""User tools: a user's profile, and the certificate an agent may send as compensation."""
+
+from worlds import ToolContext, ToolError
+
+from ..records import user_record
+from ..world import world
+from . import _lookup
+
+NEW_CERTIFICATE_NUMBERS = (3221322, 3221323, 3221324)  # τ² assumes at most three certificates per task
+
+
+@world.tool(writes=False)
+def get_user_details(ctx: ToolContext, user_id: str) -> dict:
+    """Get the details of a user, including their reservations.
+
+    Args:
+        user_id: The user ID, such as 'sara_doe_496'.
+    """
+    _lookup.user(ctx, user_id)
+    return user_record(ctx.rows, user_id)
+
+
+@world.tool(writes=True)
+def send_certificate(ctx: ToolContext, user_id: str, amount: int) -> str:
+    """Send a certificate to a user. Be careful!
+
+    Args:
+        user_id: The ID of the user to book the reservation, such as 'sara_doe_496'.
+        amount: The amount of the certificate to send.
+    """
+    _lookup.user(ctx, user_id)
+    for number in NEW_CERTIFICATE_NUMBERS:
+        payment_id = f"certificate_{number}"
+        if _lookup.payment_method(ctx, user_id, payment_id) is None:
+            ctx.execute(
+                "INSERT INTO payment_methods (user_id, id, position, source, amount) VALUES (?, ?, "
+                "(SELECT coalesce(max(position), -1) + 1 FROM payment_methods WHERE user_id = ?), 'certificate', ?)",
+                (user_id, payment_id, user_id, float(amount)),
+            )
+            return f"Certificate {payment_id} added to user {user_id} with amount {amount}."
+    raise ToolError("invalid_request", "Too many certificates")
