@@ -39,6 +39,7 @@ agents:
     rules:                               # appended to the system prompt under "Rules:"
       - Look the order up before you answer.
     guards: {repeat_notice: true, reply_nudge: true, preconditions: true, look_first: true}
+    tool_choice: first                   # auto (default) | first | required
 ```
 
 - Retrieval ranks the pool (less any name already in `demos`) by BM25 over each demo's title,
@@ -61,6 +62,13 @@ agents:
 - `guards.look_first`: the first reply an agent with tools makes before calling any of them is held
   back, once, and the agent is told to check the facts with a tool first (a `notice` event keeps
   the reply); never on the last turn, where holding it back would leave no reply at all.
+
+- `tool_choice` (native protocol; the text protocol's reply is itself an action): `first` makes the
+  agent's answers tool calls until one of its calls succeeds (a small model that narrates "I'll
+  cancel it for you" instead of calling), then lets it choose; `required` makes every answer a call
+  (for an agent whose run ends with a stop tool). An API model gets the provider's
+  `tool_choice: required`; an embedded model's answer is opened with its call prefix
+  (`<tool_call>\n{"name": "`), which costs nothing.
 
 `Episode.patterns` counts the failures these settings address (see `harnesses._episode`).
 
@@ -98,6 +106,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from .models import LOCAL_DEFAULT_MODEL, ModelParams
 
 ProtocolName = Literal["native", "text"]
+ToolChoice = Literal["auto", "first", "required"]
 
 # Tool names the runtime adds itself; a world tool exposed under one of these would be shadowed.
 REPLY_TOOL = "reply"
@@ -186,6 +195,11 @@ class AgentConfig(_Strict):
     )
     rules: list[Rule] = Field(default_factory=list, description="One-line rules appended to the prompt.")
     guards: Guards = Field(default_factory=Guards)
+    tool_choice: ToolChoice = Field(
+        "auto",
+        description="auto: the model chooses; first: its answers must be tool calls until one succeeds; "
+        "required: always (native protocol only).",
+    )
 
 
 class HarnessConfig(_Strict):

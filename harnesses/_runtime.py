@@ -38,7 +38,7 @@ from typing import Any
 from worlds import TIMESTAMP_FORMAT, Instance, ToolFailure, ToolResult
 
 from ._episode import NOT_REMEMBERED, CallMemory, Episode, Event, StopReason
-from ._format import Guards, Limits
+from ._format import Guards, Limits, ToolChoice
 from ._harness import Harness
 from ._prompt import PromptPart, prompt_hash, retrieved_examples, sent_prompts, system_prompt
 from ._protocols import (
@@ -98,6 +98,7 @@ class _Agent:
     specs: dict[str, ToolSpec]
     tools: list[dict[str, Any]] | None
     guards: Guards
+    tool_choice: ToolChoice
 
 
 async def run_episode(
@@ -154,6 +155,7 @@ class _Run:
         self.memory = CallMemory()  # for the repeat guard
         self.succeeded: set[str] = set()  # tools that succeeded this episode, for the preconditions guard
         self.looked: set[str] = set()  # agents that called a tool or were told to, for the look_first guard
+        self.called: set[str] = set()  # agents with a successful tool call, for tool_choice "first"
         self.failed: set[tuple[str, str]] = set()  # (agent, answer) that could not be read, never replayed
         self.resamples: dict[str, int] = {}  # per agent: answers sampled afresh after a repeated failure
         self.started = time.perf_counter()
@@ -239,6 +241,7 @@ class _Run:
             specs={spec.name: spec for spec in specs},
             tools=protocol.tools(specs),
             guards=config.guards,
+            tool_choice=config.tool_choice,
         )
         self.agents[name] = agent
         return agent
@@ -336,6 +339,11 @@ class _Run:
         if limits.tokens is not None and self.usage.total_tokens >= limits.tokens:
             raise _Stop("token_limit")
         params, sample = agent.params, self.sample
+        if agent.tools and (
+            agent.tool_choice == "required"
+            or (agent.tool_choice == "first" and agent.name not in self.called)
+        ):
+            params = params.model_copy(update={"tool_choice": "required"})
         if resample := self.resamples.get(agent.name):
             params, sample = _resampled(params, sample, resample)
         try:
@@ -377,6 +385,7 @@ class _Run:
                     content=request,
                     **cost,
                 )
+                self.called.add(agent.name)
                 outcome = await self._run_agent(spec.target or "", [UserTurn(request)], delegation=call)
                 return json.dumps({"answer": outcome.text}, ensure_ascii=False), False
         arguments = call.arguments if call.arguments is not None else {"_raw": call.raw}
@@ -411,6 +420,7 @@ class _Run:
             wrote = spec.kind == "world" and bool(self.instance.log[-1].changes)
             self.memory.succeeded(agent.name, call.name, call.arguments, shown, wrote)
             self.succeeded.add(call.name)
+            self.called.add(agent.name)
         elif (
             spec is not None and call.arguments is not None and error and error["type"] not in NOT_REMEMBERED
         ):

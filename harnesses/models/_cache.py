@@ -65,7 +65,10 @@ class ResponseCache:
             "model": model,
             "messages": request.messages,
             "tools": request.tools,
-            "params": request.params.model_dump(exclude={"timeout_s"}),
+            # tool_choice only when set: the keys of requests without it stay what they always were.
+            "params": request.params.model_dump(
+                exclude={"timeout_s"} if request.params.tool_choice else {"timeout_s", "tool_choice"}
+            ),
             "sample": request.sample,
         }
         if options:

@@ -143,6 +143,8 @@ class LiteLLMModel:
         }
         if request.tools:
             kwargs["tools"] = request.tools
+            if params.tool_choice:
+                kwargs["tool_choice"] = params.tool_choice
         for field in ("max_tokens", "top_p", "stop"):
             value = getattr(params, field)
             if value is not None:

@@ -361,10 +361,12 @@ def generate(
     stop: list[str] | None,
     seed: int,
     timeout_s: float,
+    opening: str = "",
 ) -> LocalCompletion:
     """Answer `messages` (and, for a chat model, `tools`) with the local model, as raw text.
 
-    Seeded, so the same arguments give the same text. The prompt is built as the model's
+    Seeded, so the same arguments give the same text. `opening` is written at the start of the
+    answer for the model, which continues from it; the text returned begins with it. The prompt is built as the model's
     description says, in segments (`_chat.prompt_segments`); the segments before the last are
     evaluated once and reused by later calls that start with them (see `_prime`). Reading tool
     calls out of the text is the caller's (the provider's). Raises LocalRequestError (not worth
@@ -377,6 +379,7 @@ def generate(
         loaded = _load(name)
         llama, model = loaded.llama, loaded.model
         texts = _chat.prompt_segments(model.prompt, messages, tools, loaded.template)
+        texts[-1] += opening  # the answer's first words, written for the model (a forced call's prefix)
         segments = [
             llama.tokenize(text.encode(), add_bos=i == 0, special=True) for i, text in enumerate(texts)
         ]
@@ -413,7 +416,7 @@ def generate(
         raise LocalTimeout(f"local/{name} ran past its {timeout_s:g} s timeout")
     choice = out["choices"][0]
     return LocalCompletion(
-        text=choice["text"],
+        text=opening + choice["text"],
         finish_reason=choice["finish_reason"] or "stop",
         prompt_tokens=out["usage"]["prompt_tokens"],
         completion_tokens=out["usage"]["completion_tokens"],

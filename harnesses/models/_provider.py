@@ -61,6 +61,11 @@ class LocalProvider(CustomLLM):
                 stop=_stops(optional_params.get("stop"), description.tool_calls if tools else "none"),
                 seed=optional_params.get("seed") or 0,
                 timeout_s=timeout if isinstance(timeout, int | float) else 600.0,
+                opening=_chat.HERMES_CALL_OPENING
+                if tools
+                and description.tool_calls == "hermes"
+                and optional_params.get("tool_choice") == "required"
+                else "",
             )
         except _local.LocalTimeout as exc:
             raise CustomLLMError(408, str(exc)) from exc

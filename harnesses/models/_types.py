@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -20,6 +20,11 @@ class ModelParams(BaseModel):
     stop: list[str] | None = None
     seed: int | None = Field(default=None, description="None: derived from the sample index.")
     timeout_s: float = Field(default=120.0, description="Per attempt; retries get a fresh timeout.")
+    tool_choice: Literal["required"] | None = Field(
+        default=None,
+        description="`required`: the answer must be a tool call (the provider's tool_choice; an embedded "
+        "model's turn is opened with its call prefix). None: the model chooses.",
+    )
 
 
 class ToolCall(BaseModel):

@@ -202,6 +202,35 @@ async def test_malformed_text_actions_become_observations_the_agent_recovers_fro
     assert '"type": "invalid_arguments", "message": "customer_id: Field required"' in transcript
 
 
+async def test_tool_choice_first_asks_for_calls_until_one_succeeds_then_lets_the_model_choose() -> None:
+    harness = Harness.from_files(
+        {
+            "harness.yaml": HARNESS_YAML.format(protocol="native").replace(
+                "    skill_tool: true\n", "    skill_tool: true\n    tool_choice: first\n"
+            ),
+            **FILES,
+        },
+        world=shop,
+    )
+    model = ScriptedModel(
+        [call("get_customer", customer_id="C404"), call("get_customer", customer_id="C1"), "done"]
+    )
+
+    ep = await episode(harness, model, "Who is C1?")
+
+    assert ep.reply == "done"
+    asked = [request.params.tool_choice for request in model.requests]
+    assert asked == ["required", "required", None]  # C404 failed: still required; C1 succeeded: free
+
+
+async def test_without_tool_choice_requests_are_what_they_always_were() -> None:
+    model = ScriptedModel(["hi"])
+
+    await episode(toy("native"), model, "hello")
+
+    assert model.requests[0].params.tool_choice is None
+
+
 async def test_an_answer_that_repeats_a_failure_is_not_shown_again_and_the_next_is_sampled_afresh() -> None:
     broken = ' {"tool": "reply", "args": {"message": "I am sorry, I am sorry, I am sorry'  # cut at max_tokens
     model = ScriptedModel([broken, broken, broken, say("Your order shipped.")])

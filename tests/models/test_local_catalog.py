@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesses.models import ModelRequestError, _local, get_model, local_protocol
+from harnesses.models import ModelParams, ModelRequestError, _local, get_model, local_protocol
 from harnesses.models._catalog import CATALOG, LocalModel, WeightPart, local_model
 from harnesses.models._engine import EngineSetup
 from harnesses.models._litellm import load
@@ -200,6 +200,18 @@ async def test_a_native_local_model_offered_tools_stops_at_the_end_of_its_first_
     assert [c.name for c in response.tool_calls] == ["track_shipment"]
     with_tools, without = (kwargs["stop"] for _, _, kwargs in engine.requests)
     assert with_tools == ["</tool_call>"] and without is None  # no tools, no call to end
+
+
+async def test_a_required_call_opens_the_embedded_model_s_answer_with_its_call_prefix(engine):
+    engine.text = '<tool_call>\n{"name": "track_shipment", "arguments": {"order_id": "ORD-1042"}}\n'
+    forced = ModelParams(tool_choice="required")
+
+    response = await get_model("local/qwen2.5-coder-0.5b").complete(ASK, tools=TOOLS, params=forced)
+    await get_model("local/qwen2.5-coder-0.5b").complete(ASK, tools=TOOLS)
+
+    assert [c.name for c in response.tool_calls] == ["track_shipment"]
+    forced_kwargs, free_kwargs = (kwargs for _, _, kwargs in engine.requests)
+    assert forced_kwargs["opening"] == '<tool_call>\n{"name": "' and free_kwargs["opening"] == ""
 
 
 async def test_a_native_local_model_s_plain_answer_is_its_reply(engine):

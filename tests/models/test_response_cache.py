@@ -123,3 +123,24 @@ def test_several_processes_write_one_cache(tmp_path):
     cache = ResponseCache(path)
     assert len(cache) == 75
     assert cache.get(ResponseCache.key("m", _request(sample=60))).content == "answer 60"
+
+
+def test_a_request_without_tool_choice_keeps_the_key_it_had_before_the_setting_existed():
+    import hashlib
+    import json
+
+    request = _request()
+    before = {
+        "model": "m",
+        "messages": request.messages,
+        "tools": request.tools,
+        "params": request.params.model_dump(exclude={"timeout_s", "tool_choice"}),
+        "sample": request.sample,
+    }
+    canonical = json.dumps(before, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    assert ResponseCache.key("m", request) == hashlib.sha256(canonical.encode()).hexdigest()
+    forced = request.model_copy(
+        update={"params": request.params.model_copy(update={"tool_choice": "required"})}
+    )
+    assert ResponseCache.key("m", forced) != ResponseCache.key("m", request)
