@@ -16,7 +16,7 @@ from ._demos import AddDemo, DropDemo, EnableRetrieval, GrowPool, ReorderDemos, 
 from ._graph import MergeAgents, SplitAgent
 from ._models import ChooseModel
 from ._projection import ProjectResults
-from ._settings import RULES, AddRule, DisableGuard, DropRule, EnableGuard, TuneSampling
+from ._settings import RULES, AddRule, DisableGuard, DropRule, EnableGuard, RequireFirstCall, TuneSampling
 from ._tools import ExposeTool, ExposeToolWithDemo, HideTool, HideUnusedTools
 
 
@@ -26,6 +26,7 @@ def default_operators() -> list[Any]:
         EnableRetrieval(),
         ExposeToolWithDemo(),
         EnableGuard(),
+        RequireFirstCall(),
         AddRule(),
         GrowPool(),
         TuneRetrieval(),
@@ -75,6 +76,7 @@ __all__ = [
     "ProjectResults",
     "PromptDiet",
     "ReorderDemos",
+    "RequireFirstCall",
     "SplitAgent",
     "TightenObservations",
     "TrimMaxTokens",

@@ -1,4 +1,4 @@
-"""Setting operators: runtime guards, one-line rules, and sampling, each turned on or off by evidence.
+"""Setting operators: runtime guards, tool choice, one-line rules, and sampling, each set by evidence.
 
 The failure patterns of failing train episodes (a repeated call, no reply, an unknown tool...) say
 which guard or rule may help; train reference solutions say which tool must come before which.
@@ -127,6 +127,34 @@ class EnableGuard(Operator):
                 edit.require(agent, tool, [first])
         return edit.proposal(
             self.name, f"Turn on guard {guard} for agent(s) {', '.join(agents)}: {evidence}."
+        )
+
+
+class RequireFirstCall(Operator):
+    """Make agents call a tool before they may answer (`tool_choice: first`), when failing train
+    episodes show replies made before any lookup or none at all: a small model that narrates "I'll
+    cancel it for you" instead of calling. Agents that already set tool_choice are left as they are."""
+
+    name = "require_first_call"
+
+    async def propose(self, context: ProposalContext) -> Proposal | None:
+        counts = pattern_counts(context)
+        seen = {p: counts[p] for p in ("unlooked_reply", "no_reply") if counts.get(p)}
+        agents = [
+            agent
+            for agent, cfg in context.harness.agents.items()
+            if cfg.tool_choice == "auto" and context.harness.tools.get(agent)
+        ]
+        if not seen or not agents:
+            return None
+        edit = Edit(context)
+        for agent in agents:
+            edit.agent(agent)["tool_choice"] = "first"
+        shown = ", ".join(f"{count} {pattern}" for pattern, count in seen.items())
+        return edit.proposal(
+            self.name,
+            f"Require a tool call before the first answer (tool_choice: first) for agent(s) {', '.join(agents)}: "
+            f"failing train episodes show {shown}.",
         )
 
 

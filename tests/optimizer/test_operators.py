@@ -38,6 +38,7 @@ from optimizer import (
     OptimizeConfig,
     Proposal,
     ProposalContext,
+    RequireFirstCall,
     SplitAgent,
     TuneRetrieval,
     default_operators,
@@ -348,6 +349,20 @@ def test_enable_guard_turns_on_what_the_failures_call_for(suite: Suite):
     assert harness.tools["desk"]["add_order_note"].requires == ["get_order"]
     assert set(tools["desk"]) == {"get_order", "add_order_note", "search_products"}  # the list became a map
     assert "add_order_note after get_order" in proposals["preconditions"][0].rationale
+
+
+def test_require_first_call_makes_agents_with_tools_call_before_answering(suite: Suite):
+    proposal = propose(RequireFirstCall(), context_for(desk_files(), suite))
+
+    harness, desk, _ = loaded(proposal, suite)
+    assert desk["tool_choice"] == "first" and harness.agent("desk").tool_choice == "first"
+    assert "no_reply" in proposal.rationale and "tool_choice: first" in proposal.rationale
+    assert (
+        propose(RequireFirstCall(), context_for(desk_files(tool_choice="first"), suite)) is None
+    )  # set already
+    assert (
+        propose(RequireFirstCall(), context_for(desk_files(), suite, episodes=False)) is None
+    )  # no evidence
 
 
 def test_enable_guard_needs_failures(suite: Suite):
