@@ -52,7 +52,10 @@ class Tau2DataMissing(WorldError):
 
 def data_dir(domain: str) -> Path:
     """The folder of one τ² domain's data inside the installed `tau2` package (nothing is imported)."""
-    spec = importlib.util.find_spec("tau2")
+    try:
+        spec = importlib.util.find_spec("tau2")
+    except ValueError:  # a `tau2` in sys.modules without a spec: not the package
+        spec = None
     if spec is None or not spec.submodule_search_locations:
         raise Tau2DataMissing(
             f"world 'tau2_{domain}' is built from τ²-bench's data, which is not installed: {INSTALL}"
@@ -160,6 +163,7 @@ simulated user answers with its request; an Atoll task opens with the user, so i
 the simulated user states the request in its first answer, as in τ²."""
 
 SPLIT_FILES = ("train", "val", "test")
+StateGraders = Callable[[list[dict[str, Any]]], list[Any]]
 
 
 def val_ids(domain: str, train: list[str], count: int) -> set[str]:
@@ -194,7 +198,9 @@ def _user(scenario: dict[str, Any]) -> dict[str, Any]:
     return {"message": OPENING, "persona": persona, "goal": instructions["reason_for_call"], "facts": facts}
 
 
-def suite_task(world: Any, domain: str, task: dict[str, Any], split: str) -> tuple[list[str], dict[str, Any]]:
+def suite_task(
+    world: Any, domain: str, task: dict[str, Any], split: str, state_graders: StateGraders
+) -> tuple[list[str], dict[str, Any]]:
     """One τ² task as an Atoll task, with the comment lines that go above it in the task file.
 
     Expectations are τ²'s reward for its default basis (DB and COMMUNICATE, the basis of every retail
@@ -206,8 +212,11 @@ def suite_task(world: Any, domain: str, task: dict[str, Any], split: str) -> tup
     reference, dropped = _reference(world, criteria.get("actions") or [])
     # With no successful call to replay, τ²'s DB check asks for the database untouched.
     expect: dict[str, Any] = {"matches_reference": True} if reference else {"no_other_writes": True}
+    graders = list(state_graders(reference))
     if criteria.get("communicate_info"):
-        expect["graders"] = [{"name": "communicates", "args": {"info": list(criteria["communicate_info"])}}]
+        graders.append({"name": "communicates", "args": {"info": list(criteria["communicate_info"])}})
+    if graders:
+        expect["graders"] = graders
     atoll = {
         "id": task["id"],
         "split": split,
@@ -229,8 +238,11 @@ def suite_task(world: Any, domain: str, task: dict[str, Any], split: str) -> tup
     return comments, atoll
 
 
-def suite_files(world: Any, domain: str, val_count: int) -> dict[str, str]:
-    """The task files of the domain's suite (`train.yaml`, `val.yaml`, `test.yaml`), as text."""
+def suite_files(
+    world: Any, domain: str, val_count: int, state_graders: StateGraders = lambda reference: []
+) -> dict[str, str]:
+    """The task files of the domain's suite (`train.yaml`, `val.yaml`, `test.yaml`), as text.
+    `state_graders(reference)` names the suite's Python graders that complete τ²'s DB check for a task."""
     import yaml  # the world's own code never needs yaml: only writing a suite does
 
     tasks = read_json(domain, "tasks.json")
@@ -247,7 +259,7 @@ def suite_files(world: Any, domain: str, val_count: int) -> dict[str, str]:
     }
     for task in tasks:
         split = split_of[task["id"]]
-        comments, atoll = suite_task(world, domain, task, split)
+        comments, atoll = suite_task(world, domain, task, split, state_graders)
         text = yaml.safe_dump([atoll], sort_keys=False, allow_unicode=True, width=100)
         parts[split].append("\n" + "".join(f"# {line}\n" for line in comments) + text)
     return {f"{name}.yaml": "".join(chunks) for name, chunks in parts.items()}

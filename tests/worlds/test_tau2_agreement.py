@@ -52,23 +52,29 @@ class _Inert:
 
 @cache
 def tau2_modules() -> types.SimpleNamespace:
-    """τ²'s environments, task models and evaluators; missing light dependencies get inert stand-ins."""
-    for name, attributes in {
+    """τ²'s environments, task models and evaluators. Light dependencies that are not installed get inert
+    stand-ins while τ² is imported, and leave sys.modules right after, so no other code sees them."""
+    stand_ins = {
         "loguru": {"logger": _Inert()},  # τ² logs every tool call
         "toml": {},  # read only for the telecom domain's .toml files
         "deepdiff": {"DeepDiff": None},  # only for printing db differences
         "addict": {"Dict": None},  # only for tasks with initialization data (none in retail or airline)
         "pandas": {"DataFrame": None},  # only for result tables
-    }.items():
-        if importlib.util.find_spec(name) is None:
-            sys.modules.setdefault(name, types.SimpleNamespace(__name__=name, **attributes))  # type: ignore[arg-type]
-    from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, UserMessage
-    from tau2.domains.airline import environment as airline
-    from tau2.domains.airline.data_model import FlightDB
-    from tau2.domains.retail import environment as retail
-    from tau2.domains.retail.data_model import RetailDB
-    from tau2.evaluator.evaluator_env import EnvironmentEvaluator
-    from tau2.utils.utils import get_dict_hash
+    }
+    added = [name for name in stand_ins if importlib.util.find_spec(name) is None]
+    for name in added:
+        sys.modules[name] = types.SimpleNamespace(__name__=name, **stand_ins[name])  # type: ignore[assignment]
+    try:
+        from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, UserMessage
+        from tau2.domains.airline import environment as airline
+        from tau2.domains.airline.data_model import FlightDB
+        from tau2.domains.retail import environment as retail
+        from tau2.domains.retail.data_model import RetailDB
+        from tau2.evaluator.evaluator_env import EnvironmentEvaluator
+        from tau2.utils.utils import get_dict_hash
+    finally:
+        for name in added:
+            del sys.modules[name]
 
     return types.SimpleNamespace(
         environments={"retail": retail, "airline": airline},
@@ -411,3 +417,272 @@ def test_gold_actions_leave_taus_state_and_answer_as_tau2(domain):
 @cache
 def _pristine_hash(domain: str) -> str:
     return type(pristine(domain)).load(getattr(_utils(domain), f"{domain.upper()}_DB_PATH")).get_hash()
+
+
+# -- perturbed sequences: τ²'s DB check and the Atoll suite give the same verdict ----------------------
+
+
+@dataclass
+class Case:
+    """One action sequence to grade: a task's gold actions, or a perturbation of them."""
+
+    domain: str
+    task: Any
+    kind: str  # gold, dropped write, changed argument, extra write, reordered writes (one or two records)
+    actions: list[tuple[str, dict[str, Any]]]
+
+
+def _writes(domain: str) -> set[str]:
+    return {name for name, tool in atoll_world(domain).tools.items() if tool.writes}
+
+
+@cache
+def gold_replay(domain: str, task_id: str) -> Replay:
+    task = next(t for t in tau2_tasks(domain) if t.id == task_id)
+    return replay(domain, gold_actions(task))
+
+
+def _successful_writes(domain: str, task: Any) -> list[int]:
+    result = gold_replay(domain, task.id)
+    writes = _writes(domain)
+    return [i for i, record in enumerate(result.atoll_log) if record.tool in writes and record.ok]
+
+
+def _owner(domain: str, actions: list[tuple[str, dict[str, Any]]]) -> str:
+    """The user the task is about: named by an argument, or owning the order or reservation named."""
+    db = pristine(domain)
+    for _, arguments in actions:
+        if "user_id" in arguments:
+            return arguments["user_id"]
+        for key, kind in (("order_id", "orders"), ("reservation_id", "reservations")):
+            record = getattr(db, kind, {}).get(arguments.get(key))
+            if record is not None:
+                return record.user_id
+    return next(iter(db.users))
+
+
+def _other_payment_method(domain: str, user_id: str, current: str) -> str | None:
+    methods = [pid for pid in pristine(domain).users[user_id].payment_methods if pid != current]
+    return methods[0] if methods else None
+
+
+def _changed(domain: str, name: str, arguments: dict[str, Any], user_id: str) -> dict[str, Any] | None:
+    """The arguments with one value changed to another a careless agent could give; None: nothing to change."""
+    args = json.loads(json.dumps(arguments))
+    if name == "cancel_pending_order":
+        args["reason"] = (
+            "ordered by mistake" if args["reason"] != "ordered by mistake" else "no longer needed"
+        )
+    elif name in {"exchange_delivered_order_items", "modify_pending_order_items"} and args["new_item_ids"]:
+        order = pristine(domain).orders[args["order_id"]]
+        line = next(item for item in order.items if item.item_id == args["item_ids"][0])
+        product = pristine(domain).products[line.product_id]
+        others = [
+            v
+            for v in product.variants.values()
+            if v.available and v.item_id not in {line.item_id, args["new_item_ids"][0]}
+        ]
+        if not others:
+            return None
+        args["new_item_ids"][0] = others[0].item_id
+    elif name in {"modify_pending_order_address", "modify_user_address"}:
+        args["address1"] = f"{args['address1']} Unit 2"
+    elif "payment_method_id" in args:
+        other = _other_payment_method(domain, user_id, args["payment_method_id"])
+        if other is None:
+            return None
+        args["payment_method_id"] = other
+    elif name in {"book_reservation", "update_reservation_passengers"}:
+        args["passengers"][0]["dob"] = (
+            "1990-01-01" if args["passengers"][0]["dob"] != "1990-01-01" else "1991-01-01"
+        )
+    elif name == "update_reservation_baggages":
+        args["total_baggages"] += 1
+    elif name == "send_certificate":
+        args["amount"] += 50
+    elif name == "update_reservation_flights":
+        args["cabin"] = "business" if args["cabin"] != "business" else "economy"
+    elif name == "cancel_reservation":
+        others = [r for r in pristine(domain).users[user_id].reservations if r != args["reservation_id"]]
+        if not others:
+            return None
+        args["reservation_id"] = others[0]
+    else:
+        return None
+    return args
+
+
+def _extra_write(domain: str, user_id: str) -> tuple[str, dict[str, Any]]:
+    """A write no task asks for, on the task's own user: collateral damage."""
+    if domain == "retail":
+        address = {
+            "address1": "1 Extra Street",
+            "address2": "",
+            "city": "Austin",
+            "state": "TX",
+            "country": "USA",
+            "zip": "78701",
+        }
+        return "modify_user_address", {"user_id": user_id, **address}
+    return "send_certificate", {"user_id": user_id, "amount": 100}
+
+
+def perturbations(domain: str, task: Any) -> Iterator[Case]:
+    """The task's gold actions, then: the last successful write dropped, one argument of a write changed,
+    one extra write, and two successful writes swapped: two on one record (where order can matter) and
+    two on different records (where it should not)."""
+    actions = gold_actions(task)
+    writes = _successful_writes(domain, task)
+    user_id = _owner(domain, actions)
+    yield Case(domain, task, "gold", actions)
+    if writes:
+        yield Case(domain, task, "dropped write", [a for i, a in enumerate(actions) if i != writes[-1]])
+    for i in writes:
+        changed = _changed(domain, actions[i][0], actions[i][1], user_id)
+        if changed is not None:
+            yield Case(
+                domain, task, "changed argument", [*actions[:i], (actions[i][0], changed), *actions[i + 1 :]]
+            )
+            break
+    yield Case(domain, task, "extra write", [*actions, _extra_write(domain, user_id)])
+    for label, wanted in (("reordered writes, one record", True), ("reordered writes, two records", False)):
+        pair = next(
+            (
+                (i, j)
+                for i in writes
+                for j in writes
+                if i < j and _same_record(actions[i][1], actions[j][1]) == wanted
+            ),
+            None,
+        )
+        if pair is not None:
+            swapped = list(actions)
+            swapped[pair[0]], swapped[pair[1]] = actions[pair[1]], actions[pair[0]]
+            yield Case(domain, task, label, swapped)
+
+
+def _same_record(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two writes name one order, reservation, user or payment method: their order may matter."""
+    keys = ("order_id", "reservation_id", "user_id", "payment_method_id", "payment_id")
+    return any(key in a and a.get(key) == b.get(key) for key in keys)
+
+
+def all_cases() -> Iterator[Case]:
+    for domain, task in gold_tasks():
+        yield from perturbations(domain, task)
+
+
+def tau2_db_match(case: Case, result: Replay) -> bool:
+    """τ²'s DB check (its evaluator compares the hash of the two whole databases), computed on the records
+    either run touched: the others are the one shared original on both sides."""
+    t = tau2_modules()
+    gold = gold_replay(case.domain, case.task.id).tau2
+    mine = result.tau2
+    for kind in mine.tables:
+        for key in gold.tables[kind].copied | mine.tables[kind].copied:
+            expected, actual = gold.record(kind, key), mine.record(kind, key)
+            if (expected is None) != (actual is None):
+                return False
+            if expected is not None and t.get_dict_hash(expected) != t.get_dict_hash(actual):
+                return False
+    return True
+
+
+@cache
+def atoll_suite(domain: str) -> Any:
+    from evals import load_suite
+
+    return load_suite(ROOT / "evals" / f"tau2_{domain}")
+
+
+def atoll_db_verdict(case: Case, result: Replay) -> bool:
+    """The Atoll suite's verdict on the state: every check of its task but the COMMUNICATE ones."""
+    from evals import grade_episode
+    from harnesses import Episode, Event
+
+    suite = atoll_suite(case.domain)
+    task = suite.task(case.task.id)
+    episode = Episode(
+        harness="perturbed",
+        harness_hash="",
+        model="none",
+        world=suite.world.name,
+        fixture=task.fixture,
+        seed=0,
+        task_id=task.id,
+        events=[Event(kind="user", agent="agent", content=task.user.message)],
+        calls=result.atoll_log,
+        diff=result.atoll_diff,
+        stop_reason="reply",
+    )
+    grade = grade_episode(suite, task, episode)
+    return all(check.passed for check in grade.checks if not check.name.startswith("communicates"))
+
+
+@dataclass
+class Verdict:
+    case: Case
+    tau2: bool
+    atoll: bool
+
+
+def verdicts(cases: list[Case]) -> list[Verdict]:
+    found = []
+    for case in cases:
+        result = (
+            gold_replay(case.domain, case.task.id)
+            if case.kind == "gold"
+            else replay(case.domain, case.actions)
+        )
+        found.append(Verdict(case, tau2_db_match(case, result), atoll_db_verdict(case, result)))
+    return found
+
+
+def test_taus_db_check_and_the_atoll_suite_agree_on_every_perturbed_sequence():
+    found = verdicts(list(all_cases()))
+    disagreements = [
+        f"{v.case.domain} task {v.case.task.id} {v.case.kind}: τ² {v.tau2}, Atoll {v.atoll}"
+        for v in found
+        if v.tau2 != v.atoll
+    ]
+    assert not disagreements, "\n".join(disagreements)
+    kinds = {v.case.kind for v in found if not v.tau2}
+    assert {"dropped write", "changed argument", "extra write", "reordered writes, one record"} <= kinds
+    assert all(v.tau2 for v in found if v.case.kind == "gold")
+
+
+def test_the_communicate_grader_gives_taus_verdict():
+    """τ²'s CommunicateEvaluator and the suites' grader on the same messages: told with commas inside
+    the number, in another case, not told at all, told across two messages."""
+    from evals import load_suite
+    from harnesses import Episode, Event
+
+    t = tau2_modules()
+    from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
+
+    suite = load_suite(ROOT / "evals" / "tau2_retail")
+    grader = suite.graders["communicates"]
+    info = ["1093.34", "Rooftop Garden"]
+    for replies in (
+        ["Your refund is $1,093.34 for the rooftop garden order."],
+        ["Your refund is $1093.34."],
+        ["Your refund is $1093.34.", "It was the ROOFTOP GARDEN lamp."],
+        ["Nothing to tell."],
+    ):
+        messages = [t.AssistantMessage(role="assistant", content=text) for text in replies]
+        theirs = all(c.met for c in CommunicateEvaluator.evaluate_communicate_info(messages, info))
+        episode = Episode(
+            harness="h",
+            harness_hash="",
+            model="m",
+            world="tau2_retail",
+            fixture="db",
+            seed=0,
+            events=[
+                Event(kind="user", agent="agent", content="Hi! I need some help."),
+                *(Event(kind="assistant", agent="agent", content=text) for text in replies),
+            ],
+            stop_reason="reply",
+        )
+        mine = all(check.passed for check in grader.function(None, episode, info=info))
+        assert mine == theirs, replies

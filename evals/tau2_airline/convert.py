@@ -1,0 +1,33 @@
+"""Writes this suite's task files from τ²-bench's installed tasks.json (see worlds/_tau2.py).
+
+    python evals/tau2_airline/convert.py
+
+The files are committed; tests/evals/test_tau2_suites.py checks that they are what this writes.
+"""
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[0] = str(HERE.parent.parent)  # the repository, not this folder, so `worlds` is the package
+
+from worlds import get_world  # noqa: E402
+from worlds._tau2 import suite_files  # noqa: E402
+
+VAL_TASKS = 12
+"""Drawn from τ²'s train split; see suite.yaml for why this many."""
+
+
+def state_graders(reference: list[dict]) -> list[str]:
+    """Tasks that book two or more reservations also check which id holds which (see graders.py)."""
+    bookings = sum("book_reservation" in step for step in reference)
+    return ["reservations_as_reference"] if bookings >= 2 else []
+
+
+def main() -> None:
+    for name, text in suite_files(get_world("tau2_airline"), "airline", VAL_TASKS, state_graders).items():
+        (HERE / "tasks" / name).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

