@@ -61,3 +61,27 @@ def test_every_reference_passes_its_task(domain):
     suite = load_suite(ROOT / "evals" / f"tau2_{domain}")
     failing = [task.id for task in suite.tasks if not replay_reference(suite, task, 0).passed]
     assert not failing
+
+
+async def test_an_agent_that_does_the_gold_actions_and_tells_the_facts_passes_through_the_start_harness():
+    """One retail task end to end: the shipped harness, a scripted agent making the task's reference calls
+    and then saying the facts, a scripted user who stops after one answer."""
+    from evals import STOP_TOKEN, evaluate_batch, load_suite
+    from harnesses import load_harness
+    from harnesses.models import ScriptedModel
+
+    suite = load_suite(ROOT / "evals" / "tau2_retail")
+    task = next(
+        t for t in suite.tasks if t.expect.graders and any(s.tool.startswith("cancel") for s in t.reference)
+    )
+    info = task.expect.graders[0].args["info"]
+    steps = [
+        {"content": None, "tool_calls": [{"name": s.tool, "arguments": s.arguments}]} for s in task.reference
+    ]
+    agent = ScriptedModel([*steps, f"Done: {', '.join(info)}."], name="gold")
+    user = ScriptedModel([STOP_TOKEN], name="customer")
+    harness = load_harness(ROOT / "harnesses" / "tau2_retail")
+    result = await evaluate_batch(harness, suite, tasks=[task.id], k=1, model=agent, user_model=user)
+    (episode,) = result.results
+    assert episode.passed, episode.grade.feedback()
+    assert "<policy>\n# Retail agent policy" in episode.episode.prompts[0].text

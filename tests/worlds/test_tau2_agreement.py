@@ -686,3 +686,29 @@ def test_the_communicate_grader_gives_taus_verdict():
         )
         mine = all(check.passed for check in grader.function(None, episode, info=info))
         assert mine == theirs, replies
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_start_harness_prompt_is_taus_default_agents(domain):
+    """τ²'s LLMAgent system prompt, its constants read from its source (importing it needs litellm)."""
+    import ast
+
+    from harnesses import load_harness, render_prompt
+
+    source = (Path(_utils(domain).__file__).parents[2] / "agent" / "llm_agent.py").read_text()
+    constants = {
+        node.targets[0].id: node.value.func.value.value
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+        if node.targets[0].id in {"AGENT_INSTRUCTION", "SYSTEM_PROMPT"}
+    }
+    expected = (
+        constants["SYSTEM_PROMPT"]
+        .strip()
+        .format(
+            agent_instruction=constants["AGENT_INSTRUCTION"].strip(),
+            domain_policy=tau2_side(domain).environment.get_policy(),
+        )
+    )
+    (part,) = render_prompt(load_harness(ROOT / "harnesses" / f"tau2_{domain}"))
+    assert part.text == expected
