@@ -84,7 +84,7 @@ def create_service_app(
         recipes = RecipeLoop(load_recipe(recipe), jobs, releases, check_every=check_every)
     app.state.jobs, app.state.recipes = jobs, recipes
     app.include_router(jobs_router(jobs, recipes))
-    _run_jobs_with(app, jobs, recipes)
+    _run_jobs_with(app, jobs, recipes, records)
 
     @app.exception_handler(RequestError)
     async def refused(_: Request, error: RequestError) -> JSONResponse:
@@ -144,9 +144,9 @@ def create_service_app(
     return app
 
 
-def _run_jobs_with(app: FastAPI, jobs: Jobs, recipes: RecipeLoop | None) -> None:
+def _run_jobs_with(app: FastAPI, jobs: Jobs, recipes: RecipeLoop | None, records: RecordStore) -> None:
     """Wrap the app's lifespan (the worlds' session reaper) so that, inside it, interrupted jobs resume and
-    the recipe loop runs at start-up, and both stop at shutdown."""
+    the recipe loop runs at start-up, and both stop at shutdown, the records answered last stored then."""
     inner = app.router.lifespan_context
 
     @asynccontextmanager
@@ -162,6 +162,7 @@ def _run_jobs_with(app: FastAPI, jobs: Jobs, recipes: RecipeLoop | None) -> None
                     with suppress(asyncio.CancelledError):
                         await loop
                 await jobs.close()
+                await asyncio.to_thread(records.close)
 
     app.router.lifespan_context = lifespan
 

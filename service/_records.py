@@ -14,8 +14,14 @@ Calls of one conversation share a session: the client's own id when it gives one
 earlier call whose messages and answer the new request starts with, when only one session holds that
 conversation (see `RecordStore.add`). Exact grouping needs the client's id (`x-atoll-session`).
 
+The endpoint records a call with `submit`, not `add`: the record is redacted and its session found on the
+response path, then journaled and stored by a writer thread after the answer went (service/_pending.py), so
+an answer waits neither for a write transaction nor for another process's write lock, and a record answered
+is stored even if its process dies first. A read waits for what it needs: `list` for the calls this process
+answered before it, `get` and feedback for the record they name when it is journaled, here or elsewhere.
+
 Reads (`list`, `get`) go through a connection of their own, in a deferred transaction: with the store in WAL
-mode they never take the write lock, so a read never holds up `add`. `list` returns summaries
+mode they never take the write lock, so a read never holds up a write. `list` returns summaries
 (`RecordSummary`: no request or response bodies) unless asked for `full` records.
 """
 
@@ -48,6 +54,8 @@ from pydantic import (
 
 from evals import RunStore
 from worlds import PROJECT_FILE, TIMESTAMP_FORMAT, AtollError, ProjectError, find_project
+
+from ._pending import SETTLE_S, PendingRecords, journaled, recover
 
 _log = logging.getLogger(__name__)
 
@@ -530,11 +538,25 @@ _FEEDBACK_COLUMNS: dict[str, type] = {
     "created_at": str,
     "updated_at": str,
 }
-_INSERT = (
-    f"INSERT INTO {RECORDS_TABLE} ({', '.join(_RECORD_COLUMNS)}) "
+_INSERT = (  # OR IGNORE: a journaled record stored twice (see _pending.py) is kept once
+    f"INSERT OR IGNORE INTO {RECORDS_TABLE} ({', '.join(_RECORD_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(_RECORD_COLUMNS))})"
 )
 _MERGED_FIELDS = ("score", "passed", "comment", "correction")
+_Redacted = tuple[dict[str, Any], dict[str, Any] | None, str | None, str | None]
+"""A call's request, response, error and client's session id, redacted (`RecordStore._redacted`)."""
+_Query = Callable[[str, list[Any]], Iterable[Any]]
+"""Runs one read (SQL, values) and returns its rows: the write transaction's, or the thread's reader."""
+
+
+def _insert(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    conn.executemany(_INSERT, [[row[column] for column in _RECORD_COLUMNS] for row in rows])
+
+
+def _new_record(redacted: _Redacted, row: dict[str, Any]) -> Record:
+    """The Record a stored (or journaled) row reads back as, from the bodies it was made of."""
+    request, response, _, _ = redacted
+    return Record.model_validate({**row, "request": request, "response": response})
 
 
 def _now() -> datetime:
@@ -608,11 +630,13 @@ class RecordStore:
                 db[RECORDS_TABLE].create_index(columns, if_not_exists=True)
             if summarise:
                 _summarise_stored(db.conn)
+        recover(store, _insert)
+        self._pending = PendingRecords(store, _insert, self._prune_due)
 
     # -- writing ------------------------------------------------------------------------------------------
 
     def add(self, record: NewRecord) -> Record:
-        """Redact, assign an id and a session, and write one call: one indexed lookup and one insert.
+        """Redact, assign an id and a session, and store one call: one indexed lookup and one insert.
 
         The session is the client's (`record.session`, through the built-in redactors) when given; else
         the session of the records whose messages + answer are the longest prefix (ending in an assistant
@@ -622,53 +646,66 @@ class RecordStore:
         exact grouping needs the client's id (`x-atoll-session`). Prefixes are compared on the redacted
         messages, as they were stored. Raises RecordError, writing nothing, when the redaction hook fails.
         """
-        if time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
-            self._prune_quietly()
-        request, response, error = self._redacted(record)
-        given = None if not record.session else redact_text(record.session, self.policy.redact)
-        thread = _thread_hash(request, response)
-        record_id = "rec_" + secrets.token_hex(8)
-        created_at = _stamp(_now())
+        self._prune_due()
+        redacted = self._redacted(record)
         with self.store.transaction() as db:
-            session = given or self._session_of(db.conn, request)
-            values = record.model_dump(exclude={"request", "response", "error", "session"})
-            db.conn.execute(
-                _INSERT,
-                [
-                    record_id,
-                    created_at,
-                    values["harness"],
-                    values["agent"],
-                    values["release"],
-                    values["release_hash"],
-                    values["model"],
-                    session,
-                    thread,
-                    json.dumps(request, ensure_ascii=False),
-                    None if response is None else json.dumps(response, ensure_ascii=False),
-                    values["prompt_hash"],
-                    values["prompt_tokens"],
-                    values["completion_tokens"],
-                    values["cost_usd"],
-                    values["latency_ms"],
-                    error,
-                    _opening(request),
-                    _reply(response),
-                ],
-            )
-        return Record.model_validate(
-            {
-                **values,
-                "request": request,
-                "response": response,
-                "error": error,
-                "id": record_id,
-                "session": session,
-                "created_at": created_at,
-            }
-        )
+            row = self._row(record, redacted, db.conn.execute)
+            _insert(db.conn, [row])
+        return _new_record(redacted, row)
 
-    def _redacted(self, record: NewRecord) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
+    def submit(self, record: NewRecord) -> Record:
+        """`add` for a call about to be answered: the record is redacted and its session found as `add` does,
+        then journaled (one `write`, see _pending.py) and stored a moment later by this process's writer, so
+        the answer never waits for the store. It outlives this process from here on: if the process dies
+        before storing it, the next one to open the store stores it. Raises RecordError as `add` does, and
+        when the record cannot be journaled (a full disk)."""
+        redacted = self._redacted(record)
+        row = self._row(record, redacted, self.store.read)
+        try:
+            self._pending.append(row)
+        except OSError as error:
+            raise RecordError(f"the record could not be journaled: {error}; nothing was recorded") from None
+        return _new_record(redacted, row)
+
+    @property
+    def backlogged(self) -> bool:
+        """Whether the records journaled and not yet stored are past their bound (`submit` should wait)."""
+        return self._pending.backlogged
+
+    def wait_for_room(self) -> None:
+        """Block until `backlogged` is over; RecordError when the store takes no records for 30 s."""
+        try:
+            self._pending.wait_for_room()
+        except TimeoutError as error:
+            raise RecordError(f"{error}; nothing was recorded") from None
+
+    def flush(self, timeout: float = SETTLE_S) -> bool:
+        """Wait until every record this process submitted is stored; False when `timeout` passed first."""
+        return self._pending.flush(timeout)
+
+    def close(self) -> None:
+        """Store what this process journaled and stop its writer (what it could not store stays journaled)."""
+        self._pending.close()
+
+    def _row(self, record: NewRecord, redacted: _Redacted, query: _Query) -> dict[str, Any]:
+        """The row `record` is stored as, its session found through `query` when the client gave none."""
+        request, response, error, given = redacted
+        values = record.model_dump(exclude={"request", "response", "error", "session"})
+        return {
+            **values,
+            "id": "rec_" + secrets.token_hex(8),
+            "created_at": _stamp(_now()),
+            "session": given or self._session_of(query, request),
+            "thread": _thread_hash(request, response),
+            "request": json.dumps(request, ensure_ascii=False),
+            "response": None if response is None else json.dumps(response, ensure_ascii=False),
+            "error": error,
+            "opening": _opening(request),
+            "reply": _reply(response),
+        }
+
+    def _redacted(self, record: NewRecord) -> _Redacted:
+        """The request, response, error and client's session id of `record`, redacted (copies)."""
         redactors = list(self.policy.redact)
         request, response, error = record.request, record.response, record.error
         if redactors:  # a copy: the response is still on its way to the client, whole
@@ -685,7 +722,8 @@ class RecordStore:
                         f"records.redact_hook {self.policy.redact_hook!r} returned an error that is a "
                         f"{type(error).__name__}, not a string; nothing was recorded"
                     )
-        return request, response, error
+        given = redact_text(record.session, redactors) if record.session else None
+        return request, response, error, given
 
     def _call_hook(self, body: dict[str, Any]) -> dict[str, Any]:
         name = self.policy.redact_hook
@@ -701,24 +739,28 @@ class RecordStore:
             )
         return result
 
-    def _session_of(self, conn: sqlite3.Connection, request: dict[str, Any]) -> str:
-        """The one session that holds the longest stored prefix of this conversation; a new one when no
-        prefix is stored or the longest is held by several sessions (whose, nobody can tell)."""
+    def _session_of(self, query: _Query, request: dict[str, Any]) -> str:
+        """The one session that holds the longest stored (or journaled here) prefix of this conversation; a
+        new one when no prefix is held or the longest is held by several sessions (whose, nobody can tell)."""
         prefixes = _continuation_hashes(request)
         if prefixes:
             found = {
                 thread: (count, session)
-                for thread, count, session in conn.execute(
+                for thread, count, session in query(
                     f"SELECT thread, COUNT(DISTINCT session), MAX(session) FROM {RECORDS_TABLE} "
                     f"WHERE thread IN ({', '.join('?' * len(prefixes))}) GROUP BY thread",
                     prefixes,
                 )
             }
             for prefix in prefixes:  # longest first: it alone decides
-                if prefix in found:
-                    count, session = found[prefix]
-                    if count == 1:
-                        return session
+                sessions = self._pending.sessions(prefix)
+                count, session = found.get(prefix, (0, None))
+                if count > 1:
+                    break
+                sessions |= {session} if session is not None else set()
+                if len(sessions) == 1:
+                    return sessions.pop()
+                if sessions:
                     break
         return "ses_" + secrets.token_hex(8)
 
@@ -729,8 +771,16 @@ class RecordStore:
         the stored one, a field it leaves out (None) keeps it, and `posts` counts the posts. Score and passed
         are completed first (see `FeedbackIn`), so a later `passed: false` also sets the score to 0.
         Comment, correction and source go through the built-in redactors. Raises UnknownRecord, writing
-        nothing, when any id is not stored. Returns the merged rows, in the order of `record_ids`.
+        nothing, when any id is not stored (after waiting for those answered a moment ago and still on
+        their way to the store, see `_settle`). Returns the merged rows, in the order of `record_ids`.
         """
+        try:
+            return self._merge_feedback(feedback)
+        except UnknownRecord as unknown:
+            self._settle(unknown.record_ids)
+            return self._merge_feedback(feedback)
+
+    def _merge_feedback(self, feedback: FeedbackIn) -> list[Feedback]:
         redactors = list(self.policy.redact)
         source = redact_text(feedback.source, redactors)
         given = {
@@ -777,9 +827,22 @@ class RecordStore:
                 merged.append(_feedback(row))
         return merged
 
-    def _prune_quietly(self) -> None:
-        """Prune for `add`, which must never fail a call that was answered because the store could not drop
-        old records: a failed prune is logged and tried again a minute later."""
+    def _settle(self, record_ids: list[str]) -> None:
+        """Wait, at most SETTLE_S, for those of `record_ids` that were answered and are still journaled (by
+        this process or another live one: a client sends feedback as soon as it has the answer); those
+        journaled by a process that is gone are stored here."""
+        deadline = time.monotonic() + SETTLE_S
+        self._pending.flush(SETTLE_S)
+        while journaled(self.store, record_ids) and time.monotonic() < deadline:
+            recover(self.store, _insert)
+            time.sleep(0.01)
+
+    def _prune_due(self) -> None:
+        """Prune when the last prune is a minute old, for `add` and the writer, which must never fail a call
+        that was answered because the store could not drop old records: a failed prune is logged and tried
+        again a minute later."""
+        if time.monotonic() - self._pruned_at < PRUNE_EVERY_S:
+            return
         try:
             self.prune()
         except (sqlite3.Error, OverflowError, ValueError) as error:
@@ -817,11 +880,20 @@ class RecordStore:
             connection.close()
 
     def get(self, record_id: str) -> Record:
-        """One record, whole, with its feedback; UnknownRecord when it is not stored."""
+        """One record, whole, with its feedback; UnknownRecord when it is not stored (after `_settle`)."""
+        found = self._read_one(record_id)
+        if found is None:
+            self._settle([record_id])
+            found = self._read_one(record_id)
+        if found is None:
+            raise UnknownRecord([record_id])
+        return found
+
+    def _read_one(self, record_id: str) -> Record | None:
         with self._reading() as conn:
             rows = conn.execute(f"SELECT * FROM {RECORDS_TABLE} WHERE id = ?", [record_id]).fetchall()
             if not rows:
-                raise UnknownRecord([record_id])
+                return None
             feedback = _feedback_of(conn, [record_id])
         return _record(dict(rows[0]), feedback[record_id])
 
@@ -874,7 +946,11 @@ class RecordStore:
             after: a record id: only the records that come after it in this order (the next page, when it
                 is the last id of the previous one); UnknownRecord when it is not stored.
             full: whole `Record`s, bodies included (a listing of large calls then costs their size).
+
+        The calls this process answered before are listed (their writer is waited for, at most SETTLE_S);
+        another process's are once its writer stored them, a moment after it answered.
         """
+        self._pending.flush()
         where, values = [], []
         if harness is not None:
             where.append("harness = ?")
