@@ -106,6 +106,14 @@ def serve_command(
     token: TokenOption = None,
     max_sessions: SessionsOption = 256,
     idle_timeout: IdleOption = 600.0,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Processes answering the harness endpoint, over the one runs store (needs --harness; no "
+            "worlds are served then: a world session lives in the process that opened it).",
+        ),
+    ] = 1,
 ) -> None:
     """Serve worlds over HTTP and WebSocket (OpenEnv-compatible) with a web console at /, and with
     --harness a harness behind an OpenAI-compatible endpoint at /v1.
@@ -118,6 +126,8 @@ def serve_command(
 
     Example: `optimize serve --harness harnesses/support_agent --recipe examples/recipes/evolve_on_feedback.yaml`
     drafts tasks from negative feedback, optimizes, gates and releases on its own; `/jobs` shows the jobs.
+
+    Example: `optimize serve --harness harnesses/support_agent --workers 4` answers from four processes.
     """
     from worlds import Clock, get_world
     from worlds.serve import ResetRequest, check_bind, run_server
@@ -134,6 +144,13 @@ def serve_command(
         from service import load_recipe
 
         load_recipe(recipe)  # a wrong recipe file stops here, before anything says "serving"
+    if workers > 1 and not harnesses:
+        fail("--workers answers the harness endpoint from several processes: name a --harness with it")
+    if workers > 1 and worlds:
+        fail(
+            "--workers serves no worlds (a world session lives in the process that opened it): drop --world, "
+            "and serve the worlds from another `optimize serve --world ...` with one worker"
+        )
     if fixture and len(worlds or []) != 1:
         fail("--fixture sets the default instance, so name exactly one --world with it")
     for name in worlds or []:
@@ -148,13 +165,15 @@ def serve_command(
         world=worlds[0] if worlds and len(worlds) == 1 else None, fixture=fixture, seed=seed, clock=clock
     )
     shown = f"http://{host}:{port}/" + ("?token=…" if token else "")
-    err.print(
-        f"serving {', '.join(worlds) if worlds else 'every world found here'} on {shown} (Ctrl-C stops)"
-    )
+    if workers == 1:
+        err.print(
+            f"serving {', '.join(worlds) if worlds else 'every world found here'} on {shown} (Ctrl-C stops)"
+        )
     if harnesses:
         from service import run_service
 
-        err.print(f"serving {', '.join(str(h) for h in harnesses)} at http://{host}:{port}/v1")
+        answered = f" from {workers} processes (Ctrl-C stops)" if workers > 1 else ""
+        err.print(f"serving {', '.join(str(h) for h in harnesses)} at http://{host}:{port}/v1{answered}")
         try:
             run_service(
                 host,
@@ -165,10 +184,11 @@ def serve_command(
                 max_in_flight=max_in_flight,
                 recipe=recipe,
                 check_every=check_every,
-                worlds=worlds,
+                worlds=worlds if workers == 1 else [],
                 defaults=defaults,
                 max_sessions=max_sessions,
                 idle_seconds=idle_timeout,
+                workers=workers,
             )
         except ValueError as error:
             fail(str(error))

@@ -173,22 +173,38 @@ def run_service(
     *,
     token: str | None = None,
     log_level: str = "warning",
+    workers: int = 1,
     **options: Any,
 ) -> None:
-    """Serve until interrupted (what `optimize serve` runs); refuses a non-loopback host without a token."""
+    """Serve until interrupted (what `optimize serve` runs); refuses a non-loopback host without a token.
+
+    `workers` > 1 answers from that many processes on one port (uvicorn's supervisor starts them and starts
+    again one that dies), each with the app `create_service_app(**options)` builds there, over the one runs
+    store (`store`, or its default): each process journals and stores its own records, and SQLite (WAL, a
+    busy timeout, one writer thread per process) orders the writes. `options` must then survive pickling,
+    as uvicorn sends them to the workers: a model by name, or a Model whose parts are importable there.
+    World sessions live in the process that opened them, so serve worlds with one worker (`worlds=[]`)."""
     import uvicorn
 
     check_bind(host, token)
-    app = create_service_app(token=token, **options)
+    check_token(token)
     in_flight = options.get("max_in_flight", 64) + options.get("max_sessions", 256)
     limit = in_flight + 64
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        limit_concurrency=limit,
-        # Connections still sending their headers may hold a quarter of the capacity, never all of it.
-        http=guarded_protocol(max_waiting=max(16, limit // 4)),
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-    )
+    # Connections still sending their headers may hold a quarter of the capacity, never all of it.
+    max_waiting = max(16, limit // 4)
+    served = {
+        "host": host,
+        "port": port,
+        "log_level": log_level,
+        "limit_concurrency": limit,
+        "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
+    }
+    if workers == 1:
+        app = create_service_app(token=token, **options)
+        uvicorn.run(app, http=guarded_protocol(max_waiting=max_waiting), **served)
+        return
+    from ._workers import serve_workers
+
+    store = options.pop("store", None)
+    options |= {"token": token, "store": None if store is None else store.path}
+    serve_workers(options, workers=workers, max_waiting=max_waiting, **served)
