@@ -1,6 +1,6 @@
 """What an agent is sent before the conversation: its rendered prompt and, when it retrieves demos, those.
 
-The runtime builds every agent's system messages with `system_prompt`, `retrieved_examples` and
+The runtime builds every agent's system messages with `system_prompt`, `example_messages` and
 `sent_prompts`; `render_prompt` calls the same three without a model, so what a person is shown is
 what the model gets. An episode records the messages (`Episode.prompts`) and their `prompt_hash`,
 and the runs store keeps each text once per hash.
@@ -32,8 +32,8 @@ class PromptPart(BaseModel):
     """One system message an agent is sent ahead of the conversation, exactly as sent."""
 
     agent: str
-    # "system": the agent's rendered prompt; "demos": the demos retrieved for the request, sent as a
-    # message of their own after it (so the prompt itself stays the same for every task).
+    # "system": the agent's rendered prompt; "demos": the demos sent after it (the text protocol's
+    # retrieved ones, so the prompt stays the same for every task; the native protocol's as conversations).
     kind: PromptKind
     text: str
 
@@ -77,22 +77,34 @@ def system_prompt(harness: Harness, agent: str, protocol: Protocol, task: Mappin
     return system
 
 
-def retrieved_examples(harness: Harness, agent: str, protocol: Protocol, opening: str) -> str:
-    """The demos retrieved for a run opened by `opening`, numbered after the agent's fixed demos; empty
-    when the agent retrieves none."""
+def example_messages(
+    harness: Harness, agent: str, protocol: Protocol, opening: str | None
+) -> list[dict[str, Any]]:
+    """The messages that show an agent its demos after the prompt: for the text protocol the demos
+    retrieved for a run opened by `opening` (its fixed demos are in the prompt); for the native
+    protocol its fixed demos, then the retrieved ones, as earlier conversations of real tool calls.
+    Numbered after the fixed demos; `opening` None: none retrieved (they depend on the request)."""
     config = harness.agent(agent)
-    return protocol.render_demos(
-        [harness.demos[d] for d in retrieved_demos(harness, agent, opening)], first=len(config.demos) + 1
+    retrieved = (
+        [harness.demos[d] for d in retrieved_demos(harness, agent, opening)] if opening is not None else []
     )
+    if protocol.name == "text":
+        return protocol.example_messages(retrieved, first=len(config.demos) + 1)
+    return protocol.example_messages([*(harness.demos[d] for d in config.demos), *retrieved])
 
 
-def sent_prompts(agent: str, protocol: Protocol, system: str, examples: str) -> list[PromptPart]:
-    """The system messages the protocol sends ahead of any turn, read from the messages it builds for a
-    model call, so they are the exact text sent: the prompt, then the retrieved demos if any."""
-    messages = protocol.messages(system, [], examples)
-    texts = [message["content"] for message in messages if message["role"] == "system"]
-    kinds: list[PromptKind] = ["system", "demos"]
-    return [PromptPart(agent=agent, kind=kind, text=text) for kind, text in zip(kinds, texts, strict=False)]
+def sent_prompts(
+    agent: str, protocol: Protocol, system: str, examples: list[dict[str, Any]]
+) -> list[PromptPart]:
+    """What the protocol sends ahead of any turn, read from the messages it builds for a model call, so
+    it is exactly what is sent: the prompt, then the demos if any (the text protocol's as their text,
+    the native protocol's conversations as their messages in JSON)."""
+    first, *rest = protocol.messages(system, [], examples)
+    parts = [PromptPart(agent=agent, kind="system", text=first["content"])]
+    if examples:
+        text = rest[0]["content"] if protocol.name == "text" else json.dumps(examples, ensure_ascii=False)
+        parts.append(PromptPart(agent=agent, kind="demos", text=text))
+    return parts
 
 
 def render_prompt(
@@ -124,8 +136,7 @@ def render_prompt(
     with harness.world.instance(chosen, seed=seed, clock=clock) as instance:
         now = instance.now().strftime(TIMESTAMP_FORMAT)
     system = system_prompt(harness, name, protocol, task_context or {}, now)
-    examples = retrieved_examples(harness, name, protocol, message) if message is not None else ""
-    return sent_prompts(name, protocol, system, examples)
+    return sent_prompts(name, protocol, system, example_messages(harness, name, protocol, message))
 
 
 def _with_rules(system: str, rules: list[str]) -> str:

@@ -90,8 +90,8 @@ def error_json(kind: str, message: str) -> str:
     return json.dumps({"error": {"type": kind, "message": message}}, ensure_ascii=False)
 
 
-def demo_turns(demo: Demo) -> list[Turn]:
-    """A demo as the conversation it shows, so either protocol renders it like a live one."""
+def demo_turns(demo: Demo, n: int = 1) -> list[Turn]:
+    """Demo number `n` as the conversation it shows, so either protocol renders it like a live one."""
     turns: list[Turn] = []
     for i, step in enumerate(demo.steps):
         if step.user is not None:
@@ -99,7 +99,7 @@ def demo_turns(demo: Demo) -> list[Turn]:
         elif step.reply is not None:
             turns.append(AssistantTurn(text=step.reply))
         elif step.call is not None:
-            call = Call(id=f"demo_{i}", name=step.call, arguments=step.args, raw=_compact(step.args))
+            call = Call(id=f"demo{n}_{i}", name=step.call, arguments=step.args, raw=_compact(step.args))
             turns.append(AssistantTurn(calls=[call]))
             if step.error is not None:
                 content = json.dumps({"error": step.error}, ensure_ascii=False)
@@ -180,14 +180,21 @@ class TextProtocol:
             return _compact({"tool": call.name, "args": call.arguments or {}})
         return _compact({"tool": REPLY_TOOL, "args": {"message": _one_line(turn.text or "")}})
 
-    def messages(self, system: str, turns: list[Turn], examples: str = "") -> list[dict[str, Any]]:
+    def example_messages(self, demos: list[Demo], first: int = 1) -> list[dict[str, Any]]:
+        """Demos sent after the prompt (the retrieved ones: fixed demos are in the prompt) as one text."""
+        return [{"role": "system", "content": self.render_demos(demos, first)}] if demos else []
+
+    def messages(
+        self, system: str, turns: list[Turn], examples: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
         # The local provider joins contents with newlines: the model sees one continuous text.
         live = {"role": "user", "content": f"{self.transcript(turns)}\n{self.prefix}"}
         if not examples:
             return [{"role": "system", "content": f"{system.rstrip()}\n\n{self.live_header}"}, live]
+        shown = "\n\n".join(example["content"].rstrip() for example in examples)
         return [
             {"role": "system", "content": f"{system.rstrip()}\n"},
-            {"role": "system", "content": f"{examples.rstrip()}\n\n{self.live_header}"},
+            {"role": "system", "content": f"{shown}\n\n{self.live_header}"},
             live,
         ]
 
@@ -234,25 +241,32 @@ class NativeProtocol:
         return "\n".join(spec.line() for spec in specs)
 
     def render_demos(self, demos: list[Demo], first: int = 1) -> str:
-        blocks = []
-        for n, demo in enumerate(demos, first):
-            lines = [f"Example {n}{': ' + demo.title if demo.title else ''}"]
-            for turn in demo_turns(demo):
-                if isinstance(turn, UserTurn):
-                    lines.append(f"User: {turn.text}")
-                elif isinstance(turn, AssistantTurn) and turn.calls:
-                    lines.extend(f"Call {c.name} {c.raw}" for c in turn.calls)
-                elif isinstance(turn, AssistantTurn):
-                    lines.append(f"Assistant: {turn.text}")
-                elif isinstance(turn, ResultTurn):
-                    lines.append(f"Result: {turn.content}")
-            blocks.append("\n".join(lines))
-        return "\n\n".join(blocks)
+        """What the prompt's `demos` says: the demos themselves are sent as earlier conversations
+        (`example_messages`), real tool-call turns and results, the way a chat model was trained to
+        read them, not as text lines it might copy into its answer."""
+        if not demos:
+            return ""
+        titles = "; ".join(
+            f"{n}. {demo.title}" if demo.title else f"{n}." for n, demo in enumerate(demos, first)
+        )
+        return f"The conversations before this one are worked examples ({titles})."
 
-    def messages(self, system: str, turns: list[Turn], examples: str = "") -> list[dict[str, Any]]:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        if examples:
-            messages.append({"role": "system", "content": examples})
+    def example_messages(self, demos: list[Demo], first: int = 1) -> list[dict[str, Any]]:
+        """The demos as the conversations they show: user messages, tool calls, tool results, replies."""
+        return [
+            message
+            for n, demo in enumerate(demos, first)
+            for message in self._turn_messages(demo_turns(demo, n))
+        ]
+
+    def messages(
+        self, system: str, turns: list[Turn], examples: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        return [{"role": "system", "content": system}, *(examples or []), *self._turn_messages(turns)]
+
+    @staticmethod
+    def _turn_messages(turns: list[Turn]) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
         for turn in turns:
             if isinstance(turn, UserTurn):
                 messages.append({"role": "user", "content": turn.text})

@@ -40,7 +40,7 @@ from worlds import TIMESTAMP_FORMAT, Instance, ToolFailure, ToolResult
 from ._episode import NOT_REMEMBERED, CallMemory, Episode, Event, StopReason
 from ._format import Guards, Limits, ToolChoice
 from ._harness import Harness
-from ._prompt import PromptPart, prompt_hash, retrieved_examples, sent_prompts, system_prompt
+from ._prompt import PromptPart, example_messages, prompt_hash, sent_prompts, system_prompt
 from ._protocols import (
     MALFORMED,
     PROTOCOLS,
@@ -92,7 +92,7 @@ class _Agent:
     model: Model
     protocol: TextProtocol | NativeProtocol
     system: str
-    examples: str  # retrieved demos, shown after `system` so the prompt is the same for every task
+    examples: list[dict[str, Any]]  # demos sent after `system` (see `example_messages`)
     prompts: list[PromptPart]  # `system` and `examples` as the protocol sends them, for the episode
     params: ModelParams
     specs: dict[str, ToolSpec]
@@ -229,7 +229,7 @@ class _Run:
         protocol = PROTOCOLS[harness.protocol_for(name, model.name)]
         specs = tool_specs(harness, name)
         system = system_prompt(harness, name, protocol, self.task, self.now)
-        examples = retrieved_examples(harness, name, protocol, opening)
+        examples = example_messages(harness, name, protocol, opening)
         agent = _Agent(
             name=name,
             model=model,

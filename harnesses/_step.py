@@ -26,7 +26,7 @@ from worlds import TIMESTAMP_FORMAT, ToolResult
 
 from ._files import HarnessError
 from ._harness import Harness
-from ._prompt import prompt_hash, retrieved_examples, sent_prompts, system_prompt
+from ._prompt import example_messages, prompt_hash, sent_prompts, system_prompt
 from ._protocols import PROTOCOLS, AssistantTurn, Call, ErrorTurn, ResultTurn, Turn, UserTurn
 from ._runtime import cut_observation, skill_result, tool_failure
 from ._tools import ToolSpec, tool_specs
@@ -85,7 +85,7 @@ async def next_message(
     system = system_prompt(harness, agent, protocol, context or {}, now.strftime(TIMESTAMP_FORMAT))
     if instructions:
         system = f"{system.rstrip()}\n\n{instructions}\n"
-    examples = retrieved_examples(harness, agent, protocol, opening) if opening else ""
+    examples = example_messages(harness, agent, protocol, opening or None)
     sent = prompt_hash(sent_prompts(agent, protocol, system, examples))
     sampling = protocol.params(harness.params_for(agent).model_copy(update=dict(params or {})))
     tools = protocol.tools(list(specs.values()))

@@ -88,6 +88,15 @@ def system_messages(request: Any) -> list[str]:
     return [m["content"] for m in request.messages if m["role"] == "system"]
 
 
+def sent_ahead(request: Any, protocol: str) -> list[str]:
+    """What a first request sends ahead of the live conversation, as the episode records it: the text
+    protocol's system messages; the native prompt, then its demo conversations as JSON."""
+    if protocol == "text":
+        return system_messages(request)
+    system, *examples, _opening = request.messages
+    return [system["content"], *([json.dumps(examples, ensure_ascii=False)] if examples else [])]
+
+
 @pytest.mark.parametrize("protocol", ["text", "native"])
 async def test_the_episode_records_exactly_the_system_messages_each_agent_was_sent(protocol: str) -> None:
     harness = toy(protocol)
@@ -100,8 +109,8 @@ async def test_the_episode_records_exactly_the_system_messages_each_agent_was_se
         ("orders", "system"),
     ]
     front, orders = model.requests[0], model.requests[1]
-    assert system_messages(front) == [p.text for p in ep.prompts if p.agent == "front"]
-    assert system_messages(orders) == [p.text for p in ep.prompts if p.agent == "orders"]
+    assert sent_ahead(front, protocol) == [p.text for p in ep.prompts if p.agent == "front"]
+    assert sent_ahead(orders, protocol) == [p.text for p in ep.prompts if p.agent == "orders"]
     assert "Rules:\n- Be brief." in ep.prompts[0].text and "Mark order 3 as shipped" in ep.prompts[1].text
     assert "for task T-1" in ep.prompts[2].text
     assert ep.prompt_hash == prompt_hash(ep.prompts) and len(ep.prompt_hash) == 64
@@ -170,7 +179,7 @@ def test_show_prompt_with_a_message_prints_the_messages_sent_then_the_episode(
     args = ["try", "harnesses/support_agent", "-m", "hi", "--model", "scripted"]
     result = runner.invoke(app, [*args, "--show-prompt"])
     assert result.exit_code == 0, result.output
-    sent = system_messages(model.requests[0])
+    sent = sent_ahead(model.requests[0], "native")
     assert sent[0].rstrip() in result.stdout
     prompt_at, episode_at = (
         result.stdout.index("triage: system prompt"),
@@ -178,7 +187,9 @@ def test_show_prompt_with_a_message_prints_the_messages_sent_then_the_episode(
     )
     assert prompt_at < episode_at
     episode = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
-    assert episode["prompt_hash"] == prompt_hash([PromptPart(agent="triage", kind="system", text=sent[0])])
+    kinds = ["system", "demos"][: len(sent)]
+    parts = [PromptPart(agent="triage", kind=kind, text=text) for kind, text in zip(kinds, sent)]
+    assert episode["prompt_hash"] == prompt_hash(parts)
     assert [p["text"] for p in episode["prompts"]] == sent
     assert re.search(r"prompt [0-9a-f]{12}", result.stdout), "the episode's header names the prompt"
 

@@ -187,7 +187,7 @@ def test_prompt_diet_moves_a_long_skill_out_of_the_prompt_behind_load_skill(suit
     harness, desk, _ = loaded(proposal, suite)
     assert desk["skill_tool"] is True and desk["skills"] == ["policy"]
     assert "skills.policy" not in proposal.files["prompts/desk.md.j2"]
-    [prompt] = render_prompt(harness, model_name="scripted")
+    prompt, *_demos = render_prompt(harness, model_name="scripted")  # the native demos follow the prompt
     assert "in their words" not in prompt.text and "load_skill" in prompt.text  # its title stays listed
     assert proposal.rationale.startswith("Move skill 'policy' of agent 'desk' out of its prompt")
     assert f"its {len(POLICY)} characters went with each of the 6 model calls" in proposal.rationale

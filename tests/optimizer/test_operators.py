@@ -116,9 +116,10 @@ def call(tool: str, **args: object) -> dict:
 def desk_agent(request) -> str | dict:
     """Notes: get_order, add_order_note, reply. Parcels: track_shipment if offered, else get_order forever."""
     tools = {spec["function"]["name"] for spec in request.tools or []}
-    user = next(m["content"] for m in request.messages if m["role"] == "user")
+    # Native demos come first, as earlier conversations: the live request is the last user message.
+    user = [m["content"] for m in request.messages if m["role"] == "user" and "ORD-" in m["content"]][-1]
     order = re.search(r"ORD-\d+", user).group()
-    done = sum(m["role"] == "tool" for m in request.messages)
+    done = sum(m["role"] == "tool" and not m["tool_call_id"].startswith("demo") for m in request.messages)
     if "note" in user:
         steps = [call("get_order", order_id=order), call("add_order_note", order_id=order, note="called")]
         return steps[done] if done < len(steps) else "Done, the note is on the order."

@@ -40,7 +40,8 @@ def solve(request: ModelRequest) -> dict | str:
     """A competent agent: refunds or cancels the order the customer names, refuses a change of mind."""
     messages = request.messages
     last = messages[-1]
-    opening = next(m["content"] for m in messages if m["role"] == "user")
+    messages = [m for m in messages if not str(m.get("tool_call_id", "")).startswith("demo")]
+    opening = [m["content"] for m in messages if m["role"] == "user"][-1]  # after any demo conversations
     order = re.search(r"ORD-\d+", opening)
     if last["role"] == "tool":
         result = json.loads(last["content"])
