@@ -82,6 +82,17 @@ def _until_both_answer(url: str) -> list[tuple[int, str, str, int]]:
     return calls
 
 
+def _median_s(url: str) -> float:
+    """The median time of 21 `GET /health` on one kept-alive connection."""
+    with httpx.Client(base_url=url) as client:
+        times = []
+        for _ in range(21):
+            began = time.perf_counter()
+            client.get("/health").raise_for_status()
+            times.append(time.perf_counter() - began)
+    return sorted(times)[10]
+
+
 def test_two_workers_answer_and_record_every_call_and_its_feedback_in_one_store(tmp_path: Path) -> None:
     (tmp_path / "pid_reply.py").write_text(REPLY)  # the model's function, importable in the workers
     store_path, port = tmp_path / "runs.sqlite", _free_port()
@@ -97,6 +108,7 @@ def test_two_workers_answer_and_record_every_call_and_its_feedback_in_one_store(
     try:
         _wait_up(url, server, log)
         calls = _until_both_answer(url)
+        assert _median_s(url) < 0.025, "a small response is sent at once, not after a delayed ACK (40 ms)"
         with ThreadPoolExecutor(CALLS) as pool:
             calls += pool.map(lambda n: _call(url, n), range(CALLS))
     finally:
