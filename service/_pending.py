@@ -3,8 +3,9 @@
 Writing a record into SQLite on the response path cost each call about half a millisecond of the one core
 its process has (a write transaction, four indexes) and, with several processes on one store, a wait for
 the write lock. So the endpoint only journals the record, already redacted, as one line appended to a file
-of its process (`append`: one `write`), and answers; a thread of that process (`_Writer`) stores what was
-journaled in one transaction per batch and then deletes the journal file.
+of its process (`append`: one `write`), and answers; a thread of that process (`_write`) stores what was
+journaled in one transaction per batch and then empties the journal file (a full one, 4 MiB, is left for a
+new one and deleted once its records are stored).
 
 Nothing answered is lost when the process dies: a written line is the kernel's once `write` returns, so it
 outlives a SIGKILL as the store's own WAL does (the store does not fsync either: `synchronous=NORMAL`; a
@@ -37,6 +38,8 @@ MAX_PENDING_BYTES = 32 * 1024 * 1024  # journaled, not yet stored: past this a c
 ROOM_WAIT_S = 30.0  # how long a call waits for that room (the store's own busy timeout)
 RETRY_S = 1.0  # after a failed store the writer tries the same batch again this much later
 SETTLE_S = 5.0  # how long a lookup waits for a record another process has journaled and not stored yet
+SEGMENT_BYTES = 4 * 1024 * 1024  # a journal file past this is left for a new one, deleted once stored
+BATCH_WAIT_S = 0.002  # the writer, woken by a record, waits this long for more to store with it
 
 Store = Callable[[sqlite3.Connection, list[dict[str, Any]]], None]
 """Inserts journaled rows (`OR IGNORE`) on a connection inside a write transaction."""
@@ -49,19 +52,29 @@ def journal_folder(store_path: Path) -> Path:
 
 class _Segment:
     """One journal file: its owner's line, then one line per record; created whole under a temporary name
-    and renamed, so a file that `recover` sees always says whose it is."""
+    and renamed, so a file that `recover` sees always says whose it is. Emptied (to its owner's line) when
+    every record in it is stored, and deleted once it is no longer written to."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, owner: bytes) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{os.getpid()}-{secrets.token_hex(6)}"
         temporary = folder / f"{name}.tmp"
         self.fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        os.write(self.fd, (process_owner() + "\n").encode())
+        os.write(self.fd, owner)
         self.path = folder / f"{name}.jsonl"
         os.replace(temporary, self.path)
+        self.start = self.size = len(owner)
+        self.unstored = 0  # its records not stored yet
 
     def write(self, line: bytes) -> None:
         os.write(self.fd, line)
+        self.size += len(line)
+        self.unstored += 1
+
+    def empty(self) -> None:
+        """Drop its records (all stored), keeping its owner's line; appends go on after it (O_APPEND)."""
+        os.ftruncate(self.fd, self.start)
+        self.size = self.start
 
     def remove(self) -> None:
         """Delete the file: every record in it is stored."""
@@ -82,12 +95,13 @@ class PendingRecords:
         self.store, self.insert, self.after = store, insert, after
         self._cond = threading.Condition()
         self._segment: _Segment | None = None  # where `append` writes
-        self._rows: list[tuple[dict[str, Any], int]] = []  # (row, its line's bytes) in `_segment`
+        self._rows: list[tuple[dict[str, Any], int, _Segment]] = []  # (row, its line's bytes, its file)
         self._threads: dict[str, set[str]] = {}  # thread hash -> sessions, of the rows not yet stored
         self._bytes = 0  # journaled, not yet stored
         self._appended = self._stored = 0  # rows appended and stored so far, in order
         self._writer: threading.Thread | None = None
         self._closing = False
+        self._owner = (process_owner() + "\n").encode()
 
     @property
     def backlogged(self) -> bool:
@@ -100,10 +114,13 @@ class PendingRecords:
         journaled, for `recover`."""
         line = (json.dumps(row, ensure_ascii=False) + "\n").encode()
         with self._cond:
-            if self._segment is None:
-                self._segment = _Segment(journal_folder(self.store.path))
-            self._segment.write(line)
-            self._rows.append((row, len(line)))
+            segment = self._segment
+            if segment is None or segment.size > SEGMENT_BYTES:  # a full one goes once its rows are stored
+                if segment is not None and not segment.unstored:
+                    segment.remove()
+                segment = self._segment = _Segment(journal_folder(self.store.path), self._owner)
+            segment.write(line)
+            self._rows.append((row, len(line), segment))
             if row["thread"] is not None:
                 self._threads.setdefault(row["thread"], set()).add(row["session"])
             self._bytes += len(line)
@@ -149,38 +166,40 @@ class PendingRecords:
     # -- the writer -------------------------------------------------------------------------------------
 
     def _write(self) -> None:
-        """Until closed with nothing left: take every row journaled with the file they are in (new rows go
-        to a new file), store them in one transaction, delete the file."""
+        """Until closed with nothing left: take every row journaled so far, store them in one transaction,
+        then empty or delete the files whose rows are all stored."""
         while True:
             with self._cond:
                 while not self._rows and not self._closing:
                     self._cond.wait()
                 if not self._rows:
-                    if self._segment is not None:
-                        self._segment.remove()  # nothing in it but its owner's line
+                    if self._segment is not None and not self._segment.unstored:
+                        self._segment.remove()
                         self._segment = None
                     return
-            fresh = None if self._closing else _Segment(journal_folder(self.store.path))  # made off the lock
+            time.sleep(BATCH_WAIT_S)  # a few more rows, one transaction: fewer wake-ups, fewer commits
             with self._cond:
                 taken, self._rows = self._rows, []
-                segment, self._segment = self._segment, fresh
-            rows = [row for row, _ in taken]
-            if not self._store(rows):
+            if not self._store([row for row, _, _ in taken]):
                 return  # the store is closed: the rows stay journaled, for `recover`
-            if segment is not None:
-                segment.remove()
             self._stored_now(taken)
             self.after()
 
-    def _stored_now(self, taken: list[tuple[dict[str, Any], int]]) -> None:
+    def _stored_now(self, taken: list[tuple[dict[str, Any], int, _Segment]]) -> None:
         with self._cond:
-            for row, size in taken:
+            for row, size, segment in taken:
                 sessions = self._threads.get(row["thread"] or "")
                 if sessions is not None:
                     sessions.discard(row["session"])
                     if not sessions:
                         del self._threads[row["thread"]]
                 self._bytes -= size
+                segment.unstored -= 1
+            for segment in {segment for _, _, segment in taken if not segment.unstored}:
+                if segment is self._segment:
+                    segment.empty()
+                else:
+                    segment.remove()
             self._stored += len(taken)
             self._cond.notify_all()
 

@@ -18,9 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+import service._pending as pending_module
 from evals import RunStore
 from harnesses.models import ScriptedModel
-from service import RecordStore, create_service_app
+from service import NewRecord, RecordStore, create_service_app
 from service._pending import journal_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +91,37 @@ def test_a_continued_conversation_joins_its_session_before_the_first_call_is_sto
         follow = {**CHAT, "messages": [*CHAT["messages"], answer, {"role": "user", "content": "Thanks!"}]}
         second = httpx.post(f"{url}/v1/chat/completions", json=follow, timeout=10)
     assert second.headers["x-atoll-session"] == first.headers["x-atoll-session"]
+
+
+def test_journal_files_are_emptied_once_stored_and_a_full_one_deleted(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pending_module, "SEGMENT_BYTES", 2000)  # a few records a file
+    with RunStore(store_path) as store:
+        records = RecordStore(store)
+        with write_locked(store_path):
+            ids = {records.submit(_record(n)).id for n in range(10)}
+            assert len(list(journal_folder(store_path).glob("*.jsonl"))) > 2
+        assert records.flush()
+        (left,) = journal_folder(store_path).glob("*.jsonl")
+        assert left.read_text().count("\n") == 1, "only its owner's line"
+        assert {record.id for record in records.list(limit=None)} == ids
+        records.close()
+    assert list(journal_folder(store_path).iterdir()) == []
+
+
+def _record(n: int) -> NewRecord:
+    return NewRecord(
+        harness="support_agent",
+        agent="desk",
+        release=None,
+        release_hash="h",
+        model="scripted",
+        request={"messages": [{"role": "user", "content": f"Where is ORD-{n}?"}]},
+        response=None,
+        prompt_hash="p",
+        error="the model was down",
+    )
 
 
 SERVER = """
