@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
+import random
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -250,7 +250,7 @@ class HarnessEndpoint:
             ) from None
         finally:
             self.in_flight -= 1
-        body = completion(f"chatcmpl-{secrets.token_hex(12)}", request.model, answer, harness.hash[:16])
+        body = completion(f"chatcmpl-{random.getrandbits(96):024x}", request.model, answer, harness.hash[:16])
         record = await self._record(call, answer.model, answer=answer, body=body)
         return Served(body=body, record=record, release=release)
 

@@ -27,12 +27,13 @@ mode they never take the write lock, so a read never holds up a write. `list` re
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
 import logging
+import random
 import re
-import secrets
 import sqlite3
 import sys
 import time
@@ -66,6 +67,7 @@ MAX_PREFIXES = 64  # the longest conversation prefixes a new request is matched 
 SUMMARY_CHARS = 200  # a summary's opening user message and reply are cut to this many characters
 MAX_FEEDBACK_RECORDS = 100  # the records one feedback post may name
 MAX_FEEDBACK_CHARS = 4000  # the longest comment or correction
+INSERT_ROWS = 50  # records in one INSERT statement (50 x 19 values: under SQLite's oldest limit, 999)
 
 MAX_RETENTION_DAYS = 36_500  # a hundred years: the cutoff `now - retention` is always a date
 
@@ -538,10 +540,6 @@ _FEEDBACK_COLUMNS: dict[str, type] = {
     "created_at": str,
     "updated_at": str,
 }
-_INSERT = (  # OR IGNORE: a journaled record stored twice (see _pending.py) is kept once
-    f"INSERT OR IGNORE INTO {RECORDS_TABLE} ({', '.join(_RECORD_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(_RECORD_COLUMNS))})"
-)
 _MERGED_FIELDS = ("score", "passed", "comment", "correction")
 _Redacted = tuple[dict[str, Any], dict[str, Any] | None, str | None, str | None]
 """A call's request, response, error and client's session id, redacted (`RecordStore._redacted`)."""
@@ -550,7 +548,24 @@ _Query = Callable[[str, list[Any]], Iterable[Any]]
 
 
 def _insert(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
-    conn.executemany(_INSERT, [[row[column] for column in _RECORD_COLUMNS] for row in rows])
+    """Insert `rows`, up to INSERT_ROWS in one statement: the writer thread then gives up the GIL a few
+    times a batch (each SQLite step releases it), not once a row, each hand-off a wait for the endpoint."""
+    for start in range(0, len(rows), INSERT_ROWS):
+        chunk = rows[start : start + INSERT_ROWS]
+        conn.execute(_insert_sql(len(chunk)), [row[column] for row in chunk for column in _RECORD_COLUMNS])
+
+
+@functools.cache
+def _insert_sql(count: int) -> str:
+    """INSERT of `count` records; OR IGNORE: a journaled record stored twice (see _pending.py) is kept once."""
+    values = ", ".join([f"({', '.join('?' * len(_RECORD_COLUMNS))})"] * count)
+    return f"INSERT OR IGNORE INTO {RECORDS_TABLE} ({', '.join(_RECORD_COLUMNS)}) VALUES {values}"
+
+
+def _new_id(prefix: str) -> str:
+    """A record or session id: 64 random bits, from `random` (reseeded in a forked child), not `secrets`:
+    ids are listed to every client, not secrets, and the system call cost the endpoint a GIL hand-off."""
+    return f"{prefix}_{random.getrandbits(64):016x}"
 
 
 def _new_record(redacted: _Redacted, row: dict[str, Any]) -> Record:
@@ -693,7 +708,7 @@ class RecordStore:
         values = record.model_dump(exclude={"request", "response", "error", "session"})
         return {
             **values,
-            "id": "rec_" + secrets.token_hex(8),
+            "id": _new_id("rec"),
             "created_at": _stamp(_now()),
             "session": given or self._session_of(query, request),
             "thread": _thread_hash(request, response),
@@ -762,7 +777,7 @@ class RecordStore:
                     return sessions.pop()
                 if sessions:
                     break
-        return "ses_" + secrets.token_hex(8)
+        return _new_id("ses")
 
     def add_feedback(self, feedback: FeedbackIn) -> list[Feedback]:
         """Merge a feedback post into the rows of its records: one row per (record, source).

@@ -23,6 +23,7 @@ from evals import RunStore
 from harnesses.models import ScriptedModel
 from service import NewRecord, RecordStore, create_service_app
 from service._pending import journal_folder
+from service._records import INSERT_ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "harnesses" / "support_agent"
@@ -108,6 +109,16 @@ def test_journal_files_are_emptied_once_stored_and_a_full_one_deleted(
         assert {record.id for record in records.list(limit=None)} == ids
         records.close()
     assert list(journal_folder(store_path).iterdir()) == []
+
+
+def test_a_batch_of_more_records_than_one_insert_takes_is_stored_whole(store_path: Path) -> None:
+    with RunStore(store_path) as store:
+        records = RecordStore(store)
+        with write_locked(store_path):  # they pile up: the writer takes them in one batch
+            ids = {records.submit(_record(n)).id for n in range(2 * INSERT_ROWS + 1)}
+        assert records.flush()
+        assert {record.id for record in records.list(limit=None)} == ids
+        records.close()
 
 
 def _record(n: int) -> NewRecord:
