@@ -166,7 +166,7 @@ def main() -> None:
         "gen tok/s installed",
         "gen tok/s avx2",
     ):
-        table.add_column(column, justify="left" if column == "model" else "right")
+        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=column == "model")
     for name in models:
 
         def median(build: str, key: str, name: str = name) -> str:
