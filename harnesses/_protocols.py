@@ -109,6 +109,19 @@ def demo_turns(demo: Demo, n: int = 1) -> list[Turn]:
     return turns
 
 
+def choose_tools(params: ModelParams, tool_choice: str, has_tools: bool, called: bool) -> ModelParams:
+    """The agent's sampling with its `tool_choice` applied: a call is required (`required`, or `first`
+    until one of its calls has succeeded, `called`); the one rule evaluation and serving both follow."""
+    if has_tools and (tool_choice == "required" or (tool_choice == "first" and not called)):
+        return params.model_copy(update={"tool_choice": "required"})
+    return params
+
+
+def succeeded(turns: list[Turn]) -> bool:
+    """Whether a tool result in `turns` is not an error: a call of the agent's has succeeded."""
+    return any(isinstance(turn, ResultTurn) and not turn.content.startswith('{"error"') for turn in turns)
+
+
 def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 

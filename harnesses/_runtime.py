@@ -54,6 +54,7 @@ from ._protocols import (
     Turn,
     UserTurn,
     _one_line,
+    choose_tools,
     error_json,
 )
 from ._tools import ToolSpec, tool_specs
@@ -339,11 +340,7 @@ class _Run:
         if limits.tokens is not None and self.usage.total_tokens >= limits.tokens:
             raise _Stop("token_limit")
         params, sample = agent.params, self.sample
-        if agent.tools and (
-            agent.tool_choice == "required"
-            or (agent.tool_choice == "first" and agent.name not in self.called)
-        ):
-            params = params.model_copy(update={"tool_choice": "required"})
+        params = choose_tools(params, agent.tool_choice, bool(agent.tools), agent.name in self.called)
         if resample := self.resamples.get(agent.name):
             params, sample = _resampled(params, sample, resample)
         try:

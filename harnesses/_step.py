@@ -27,7 +27,17 @@ from worlds import TIMESTAMP_FORMAT, ToolResult
 from ._files import HarnessError
 from ._harness import Harness
 from ._prompt import example_messages, prompt_hash, sent_prompts, system_prompt
-from ._protocols import PROTOCOLS, AssistantTurn, Call, ErrorTurn, ResultTurn, Turn, UserTurn
+from ._protocols import (
+    PROTOCOLS,
+    AssistantTurn,
+    Call,
+    ErrorTurn,
+    ResultTurn,
+    Turn,
+    UserTurn,
+    choose_tools,
+    succeeded,
+)
 from ._runtime import cut_observation, skill_result, tool_failure
 from ._tools import ToolSpec, tool_specs
 from .models import Model, ModelUsage, ToolCall
@@ -91,8 +101,9 @@ async def next_message(
     tools = protocol.tools(list(specs.values()))
     usage, last_error = ModelUsage(), "no answer"
     for _ in range(harness.config.limits.turns):
+        choice = choose_tools(sampling, harness.agent(agent).tool_choice, bool(tools), succeeded(turns))
         response = await model.complete(
-            protocol.messages(system, turns, examples), tools=tools, params=sampling
+            protocol.messages(system, turns, examples), tools=tools, params=choice
         )
         usage.add(response)
         parsed = protocol.parse(response, f"call_{secrets.token_hex(6)}")

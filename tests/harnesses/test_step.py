@@ -125,3 +125,50 @@ def test_any_message_list_is_answered_or_refused_with_an_error_naming_a_message(
         assert str(error).startswith("messages")
     else:
         assert answer.content == "Fine."
+
+
+def test_one_conversation_sends_the_model_the_same_requests_in_evaluation_and_in_serving() -> None:
+    """The same scripted conversation, played as an eval episode and through the endpoint's step (the
+    client running the world tool and sending its result back): every model request, its messages
+    (prompt, demos as conversations) and its sampling (tool_choice: first until a call succeeds), is
+    the same."""
+    from harnesses import run_episode
+
+    demo = "title: Look up\nsteps:\n  - user: Where is ORD-1001?\n  - call: get_order\n    args: {order_id: ORD-1001}\n    result: {status: shipped}\n  - reply: It shipped.\n"
+    files = {
+        "harness.yaml": (
+            "name: desk\nworld: helpdesk\nmodel: scripted\nentry: front\nagents:\n  front:\n"
+            "    prompt: prompts/front.md.j2\n    protocol: native\n    demos: [look]\n    tool_choice: first\n"
+        ),
+        "tools.yaml": "front: [get_order]\n",
+        "prompts/front.md.j2": "You are the desk. Today is {{ now }}.\n{{ tools }}\n{{ demos }}\n",
+        "demos/look.yaml": demo,
+    }
+    harness = Harness.from_files(files, source="desk", world=get_world("helpdesk"))
+    script = [
+        {"tool_calls": [{"name": "get_order", "arguments": {"order_id": "ORD-1042"}}]},
+        "It is on its way.",
+    ]
+    evaluated = ScriptedModel(list(script))
+    with harness.world.instance(harness.world.default_fixture, clock="fixed") as instance:
+        now = instance.now()
+        episode = asyncio.run(run_episode(harness, instance, evaluated, "Where is ORD-1042?"))
+    assert episode.reply == "It is on its way."
+
+    served = ScriptedModel(list(script))
+    opening = [{"role": "user", "content": "Where is ORD-1042?"}]
+    first = asyncio.run(next_message(harness, "front", served, opening, now=now))
+    (call,) = first.tool_calls
+    result = evaluated.requests[1].messages[-1]  # what the runtime showed the model of the world's answer
+    asked = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+    turn = [
+        {"role": "assistant", "content": None, "tool_calls": [asked]},
+        {**result, "tool_call_id": call.id},
+    ]
+    second = asyncio.run(next_message(harness, "front", served, [*opening, *turn], now=now))
+
+    assert second.content == "It is on its way."
+    assert [r.params for r in served.requests] == [r.params for r in evaluated.requests]
+    assert [r.params.tool_choice for r in served.requests] == ["required", None]
+    assert served.requests[0].messages == evaluated.requests[0].messages
+    assert served.requests[1].messages == evaluated.requests[1].messages
