@@ -20,6 +20,7 @@ from ._errors import (
 from ._find import ENTRY_POINT_GROUP, PATH_VARIABLE, find_worlds, get_world, list_worlds
 from ._fixture import FixtureContext, FixtureData, FixtureSpec, cache_dir
 from ._instance import CallRecord, Instance, ToolFailure, ToolResult
+from ._operation import Operation, RestFace
 from ._project import PROJECT_FILE, Project, ProjectConfig, ProjectError, find_project
 from ._schema import Column, TableInfo
 from ._tool import Tool, ToolContext
@@ -43,9 +44,11 @@ __all__ = [
     "Include",
     "Instance",
     "InstanceClosed",
+    "Operation",
     "Project",
     "ProjectConfig",
     "ProjectError",
+    "RestFace",
     "RowChange",
     "RowUpdate",
     "TableDiff",

@@ -113,6 +113,7 @@ class Instance:
         self.clock = clock
         self.log: list[CallRecord] = []
         self._tools = world.tools
+        self._operations = world.operations
         self._tables = world.tables
         self._pool = ConnectionPool.of(fixture)
         self._pooled = self._pool.acquire(self.now)
@@ -167,22 +168,30 @@ class Instance:
 
     def call(self, name: str, /, **arguments: Any) -> ToolResult:
         """Run one tool atomically; failures come back as a ToolResult, never raise."""
+        unknown = f"There is no tool {name!r}. Tools: {', '.join(self._tools)}."
+        return self._dispatch(name, self._tools.get(name), arguments, unknown)
+
+    def request(self, operation: str, /, **arguments: Any) -> ToolResult:
+        """Run one HTTP operation (`"POST /v1/refunds"`, see `World.operation`) as `call` runs a tool: one
+        transaction, logged under the operation's name, in the same diff."""
+        found = self._operations.get(operation)
+        unknown = f"There is no operation {operation!r}. Operations: {', '.join(self._operations) or 'none'}."
+        return self._dispatch(operation, found.tool if found else None, arguments, unknown)
+
+    def _dispatch(self, name: str, tool: Tool | None, arguments: dict[str, Any], unknown: str) -> ToolResult:
         self._live()
         started = time.perf_counter()
         at = self.now().strftime(TIMESTAMP_FORMAT)
         changes: list[RowChange] = []
-        tool = self._tools.get(name)
         if tool is None:
-            result = _failure(
-                name, "unknown_tool", f"There is no tool {name!r}. Tools: {', '.join(self._tools)}."
-            )
+            result = _failure(name, "unknown_tool", unknown)
         else:
             try:
                 kwargs = tool.validate(arguments)
             except ValidationError as error:
                 result = _failure(name, "invalid_arguments", describe_validation_error(error))
             else:
-                result, changes = self._run(tool, kwargs)
+                result, changes = self._run(name, tool, kwargs)
         self.log.append(
             CallRecord(
                 index=len(self.log),
@@ -198,7 +207,7 @@ class Instance:
         )
         return result
 
-    def _run(self, tool: Tool, kwargs: dict[str, Any]) -> tuple[ToolResult, list[RowChange]]:
+    def _run(self, name: str, tool: Tool, kwargs: dict[str, Any]) -> tuple[ToolResult, list[RowChange]]:
         connection = self._connection
         connection.execute(SAVEPOINT)
         written_before = connection.total_changes
@@ -206,24 +215,24 @@ class Instance:
             with self._guard.watching():
                 value = to_jsonable_python(tool.function(self._context, **kwargs))
             if not connection.in_transaction:
-                raise _TransactionEnded(f"the instance's transaction ended while {tool.name!r} ran")
+                raise _TransactionEnded(f"the instance's transaction ended while {name!r} ran")
             wrote = connection.total_changes != written_before
             if wrote and not tool.writes:
-                raise _ReadOnlyViolation(f"tool {tool.name!r} is declared writes=False but changed rows")
+                raise _ReadOnlyViolation(f"tool {name!r} is declared writes=False but changed rows")
             changes = self._collect_changes() if wrote else []
             connection.execute(RELEASE)
-            return ToolResult(tool=tool.name, ok=True, value=value), changes
+            return ToolResult(tool=name, ok=True, value=value), changes
         except ToolError as error:
             self._undo_call()
-            return _failure(tool.name, error.code, error.message, to_jsonable_python(error.details)), []
+            return _failure(name, error.code, error.message, to_jsonable_python(error.details)), []
         except sqlite3.IntegrityError as error:
             self._undo_call()
-            return _failure(tool.name, "constraint_violation", str(error)), []
+            return _failure(name, "constraint_violation", str(error)), []
         except Exception as error:
             self._undo_call()
-            log.warning("world bug in %s.%s: %r", self.world.name, tool.name, error)
-            message = f"{tool.name} failed inside the world: {type(error).__name__}: {error}"
-            return _failure(tool.name, "world_bug", message), []
+            log.warning("world bug in %s.%s: %r", self.world.name, name, error)
+            message = f"{name} failed inside the world: {type(error).__name__}: {error}"
+            return _failure(name, "world_bug", message), []
         except BaseException:
             self._undo_call()
             raise

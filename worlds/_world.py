@@ -30,6 +30,7 @@ from ._fixture import (
     store_cached,
 )
 from ._instance import Instance
+from ._operation import Operation, RestFace, make_operation
 from ._schema import TableInfo, install_capture, qualified, read_tables
 from ._sqltime import install_clock
 from ._tool import Tool, make_tool
@@ -58,6 +59,7 @@ class World:
         description: str = "",
         documents: dict[str, Path | str] | None = None,
         includes: list[Include] | None = None,
+        rest: RestFace | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -66,6 +68,8 @@ class World:
         self._documents = dict(documents or {})
         self._includes = list(includes or [])
         self._own_tools: dict[str, Tool] = {}
+        self.rest = rest
+        self._operations: dict[str, Operation] = {}
         self._fixtures: dict[str, FixtureSpec] = {}
         self._default_fixture: str | None = None
         self._built: dict[str, FixtureData] = {}
@@ -89,6 +93,21 @@ class World:
             return fn
 
         return register(function) if function is not None else register
+
+    def operation(self, method: str, path: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register an HTTP operation (`@world.operation("POST", "/v1/refunds")`) on a tool-shaped function;
+        the function stays plain, and may be a tool too. GET operations must not write. See docs/rest.md."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            operation = make_operation(fn, method, path)
+            if operation.name in self._operations:
+                raise WorldDefinitionError(
+                    f"world {self.name!r}: operation {operation.name} is registered twice"
+                )
+            self._operations[operation.name] = operation
+            return fn
+
+        return register
 
     def fixture(
         self,
@@ -179,6 +198,11 @@ class World:
                     raise WorldDefinitionError(f"world {self.name!r}: included tool {renamed!r} clashes")
                 tools[renamed] = tool.renamed(renamed)
         return tools
+
+    @property
+    def operations(self) -> dict[str, Operation]:
+        """The world's own HTTP operations by name (`POST /v1/refunds`); an included world's are not served."""
+        return dict(self._operations)
 
     @property
     def fixtures(self) -> dict[str, FixtureSpec]:

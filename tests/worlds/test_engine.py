@@ -391,7 +391,7 @@ def test_a_fixture_build_is_deterministic():
 def test_only_packages_with_a_world_are_listed_as_worlds():
     from worlds import list_worlds
 
-    assert list_worlds() == ["clinic", "helpdesk", "tau2_airline", "tau2_retail"]
+    assert list_worlds() == ["clinic", "helpdesk", "payments", "tau2_airline", "tau2_retail"]
 
 
 def test_a_closed_instance_refuses_calls_and_cannot_leak_writes_into_the_next():

@@ -96,7 +96,7 @@ def test_an_unknown_world_says_what_was_searched_and_how_to_register(
 
     message = str(raised.value)
     assert "no world 'atlantis'" in message
-    assert "shipped worlds (clinic, helpdesk, tau2_airline, tau2_retail)" in message
+    assert "shipped worlds (clinic, helpdesk, payments, tau2_airline, tau2_retail)" in message
     assert f"{tmp_path.resolve() / 'worlds'} ({tmp_path.resolve() / 'atoll.toml'})" in message
     assert "ATOLL_WORLDS_PATH" in message and "'atoll.worlds'" in message
     assert "optimize new world atlantis" in message

@@ -1,0 +1,221 @@
+"""Customers: `/v1/customers`, and the agent tools `create_customer` and `list_customers`."""
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from worlds import ToolContext
+
+from ..world import world
+from . import _common as c
+from . import payment_methods as methods
+
+
+class InvoiceSettings(BaseModel):
+    """`invoice_settings[…]`: which saved card invoices and subscriptions charge."""
+
+    model_config = ConfigDict(extra="forbid")
+    default_payment_method: str | None = None
+
+
+@c.loads("cus")
+def customer_object(ctx: ToolContext, customer_id: str) -> dict[str, Any]:
+    return serialize(ctx, c.row(ctx, "customers", customer_id, "customer"))
+
+
+def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
+    if row["deleted"]:
+        return {"id": row["id"], "object": "customer", "deleted": True}
+    delinquent = ctx.one(
+        "SELECT 1 FROM invoices WHERE customer = ? AND status = 'open' AND attempt_count > 0", (row["id"],)
+    )
+    return {
+        "id": row["id"],
+        "object": "customer",
+        "address": None,
+        "balance": row["balance"],
+        "created": c.unix(row["created"]),
+        "currency": "usd",
+        "default_source": None,
+        "delinquent": delinquent is not None,
+        "description": row["description"],
+        "email": row["email"],
+        "invoice_settings": {
+            "custom_fields": None,
+            "default_payment_method": row["default_payment_method"],
+            "footer": None,
+            "rendering_options": None,
+        },
+        "livemode": False,
+        "metadata": c.metadata(row["metadata"]),
+        "name": row["name"],
+        "phone": row["phone"],
+        "preferred_locales": [],
+        "shipping": None,
+        "tax_exempt": "none",
+        "test_clock": None,
+    }
+
+
+def _default_method(ctx: ToolContext, customer_id: str, settings: InvoiceSettings | None) -> str | None:
+    if settings is None or settings.default_payment_method is None:
+        return None
+    method = c.row(
+        ctx,
+        "payment_methods",
+        settings.default_payment_method,
+        "payment_method",
+        "invoice_settings[default_payment_method]",
+    )
+    if method["customer"] != customer_id:
+        raise c.error(
+            400,
+            f"The payment method '{method['id']}' must be attached to the customer to be its default.",
+            param="invoice_settings[default_payment_method]",
+            code="resource_missing",
+        )
+    return method["id"]
+
+
+@world.tool(writes=True)
+@world.operation("POST", "/v1/customers")
+def create_customer(
+    ctx: ToolContext,
+    name: str | None = None,
+    email: str | None = None,
+    phone: str | None = None,
+    description: str | None = None,
+    payment_method: str | None = None,
+    invoice_settings: InvoiceSettings | None = None,
+    metadata: c.Metadata | None = None,
+    expand: c.Expand | None = None,
+) -> dict:
+    """Create a customer.
+
+    Args:
+        name: The customer's full name or business name.
+        email: The customer's email address.
+        phone: The customer's phone number.
+        description: An internal note about the customer.
+        payment_method: A card (`pm_…` or a test card such as `pm_card_visa`) to attach to the new customer.
+        invoice_settings: `default_payment_method`: the attached card invoices charge.
+        metadata: Your key-value pairs.
+        expand: Fields to expand, such as `invoice_settings.default_payment_method`.
+    """
+    customer_id = c.new_id(ctx, "cus")
+    ctx.execute(
+        "INSERT INTO customers (id, name, email, phone, description, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (customer_id, name, email, phone, description, c.dumped(metadata), ctx.timestamp()),
+    )
+    if payment_method is not None:
+        methods.attach(ctx, payment_method, customer_id, param="payment_method")
+    default = _default_method(ctx, customer_id, invoice_settings)
+    if default is not None:
+        ctx.execute("UPDATE customers SET default_payment_method = ? WHERE id = ?", (default, customer_id))
+    return c.expanded(ctx, customer_object(ctx, customer_id), expand)
+
+
+@world.operation("GET", "/v1/customers/{customer}")
+def retrieve_customer(ctx: ToolContext, customer: str, expand: c.Expand | None = None) -> dict:
+    """Retrieve a customer (a deleted one answers `deleted: true`).
+
+    Args:
+        customer: The customer's id, `cus_…`.
+        expand: Fields to expand.
+    """
+    return c.expanded(ctx, customer_object(ctx, customer), expand)
+
+
+@world.operation("POST", "/v1/customers/{customer}")
+def update_customer(
+    ctx: ToolContext,
+    customer: str,
+    name: str | None = None,
+    email: str | None = None,
+    phone: str | None = None,
+    description: str | None = None,
+    invoice_settings: InvoiceSettings | None = None,
+    metadata: c.Metadata | None = None,
+    expand: c.Expand | None = None,
+) -> dict:
+    """Update a customer: the fields given change, metadata keys merge (an empty value removes a key).
+
+    Args:
+        customer: The customer's id, `cus_…`.
+        name: The new name.
+        email: The new email address.
+        phone: The new phone number.
+        description: The new internal note.
+        invoice_settings: `default_payment_method`: the attached card invoices charge.
+        metadata: Keys to set.
+        expand: Fields to expand.
+    """
+    found = c.live_customer(ctx, customer, "id")
+    changes = {"name": name, "email": email, "phone": phone, "description": description}
+    for column, value in changes.items():
+        if value is not None:
+            ctx.execute(f"UPDATE customers SET {column} = ? WHERE id = ?", (value or None, found["id"]))
+    if metadata is not None:
+        ctx.execute(
+            "UPDATE customers SET metadata = ? WHERE id = ?",
+            (c.merged_metadata(found["metadata"], metadata), found["id"]),
+        )
+    if invoice_settings is not None:
+        default = _default_method(ctx, found["id"], invoice_settings)
+        ctx.execute("UPDATE customers SET default_payment_method = ? WHERE id = ?", (default, found["id"]))
+    return c.expanded(ctx, customer_object(ctx, found["id"]), expand)
+
+
+@world.operation("DELETE", "/v1/customers/{customer}")
+def delete_customer(ctx: ToolContext, customer: str) -> dict:
+    """Delete a customer: its subscriptions are canceled at once and its cards detached.
+
+    Args:
+        customer: The customer's id, `cus_…`.
+    """
+    found = c.live_customer(ctx, customer, "id")
+    now = ctx.timestamp()
+    ctx.execute(
+        "UPDATE subscriptions SET status = 'canceled', canceled_at = ?, ended_at = ? "
+        "WHERE customer = ? AND status NOT IN ('canceled', 'incomplete_expired')",
+        (now, now, found["id"]),
+    )
+    ctx.execute("UPDATE payment_methods SET customer = NULL WHERE customer = ?", (found["id"],))
+    ctx.execute(
+        "UPDATE customers SET deleted = 1, default_payment_method = NULL WHERE id = ?", (found["id"],)
+    )
+    return {"id": found["id"], "object": "customer", "deleted": True}
+
+
+@world.tool(writes=False)
+@world.operation("GET", "/v1/customers")
+def list_customers(
+    ctx: ToolContext,
+    email: str | None = None,
+    limit: c.Limit = 10,
+    starting_after: str | None = None,
+    ending_before: str | None = None,
+    expand: c.Expand | None = None,
+) -> dict:
+    """List customers, newest first; filter by exact email.
+
+    Args:
+        email: Only customers with this email (case-sensitive, as Stripe).
+        limit: How many to return, 1 to 100.
+        starting_after: A customer id: the page after it.
+        ending_before: A customer id: the page before it.
+        expand: Fields to expand, such as `data.invoice_settings.default_payment_method`.
+    """
+    where, args = c.filters(email=email)
+    page = c.listed(
+        ctx,
+        "customers",
+        "/v1/customers",
+        serialize,
+        where=f"{where} AND deleted = 0",
+        args=args,
+        limit=limit,
+        starting_after=starting_after,
+        ending_before=ending_before,
+    )
+    return c.expanded(ctx, page, expand)
