@@ -12,8 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from commands import episodes, gate, new, optimize, serve, suites, worlds
-from commands._shared import fail
+from commands import episodes, fail, gate, new, optimize, serve, suites, worlds
 from commands.records import records_app
 from commands.release import release_app
 

@@ -6,7 +6,7 @@ on the same tasks and seeds, with scores 0 or 1. The effect raises *every* task 
 true mean gain is a little under the nominal one: 0.095 for +10 points, 0.18 for +20). The three
 scenarios share their draws (common random numbers), and the three rules judge the same draws:
 
-- Atoll: `optimizer.stats.decide` with its default rule, called as the optimizer calls it;
+- Atoll: `worlds.base.stats.decide` with its default rule, called as the optimizer calls it;
 - "mean went up": the candidate's mean score is above the incumbent's;
 - "more wins than losses": more tasks improve than get worse.
 
@@ -56,7 +56,7 @@ from rich.table import Table  # noqa: E402
 from optimizer import OptimizeConfig  # noqa: E402
 from optimizer._objective import PairedCosts, decide_objective  # noqa: E402
 from optimizer._screen import race, race_order  # noqa: E402
-from optimizer.stats import PairedScores, decide  # noqa: E402
+from worlds.base.stats import PairedScores, decide  # noqa: E402
 
 TASKS = (20, 30, 50)
 SEEDS = (1, 3, 5)

@@ -129,10 +129,11 @@ def eval_(
 
     Example: `optimize eval harnesses/support_agent --split val -k 3`
     """
-    from evals import RunStore, evaluate, new_run_id, suite_for
+    from evals import RunStore, evaluate, suite_for
     from evals import resume as resume_run
     from harnesses import load_harness
     from views.evals import progress_bar, render_eval_result
+    from worlds.base import new_run_id
 
     if resume is None:
         harness = harness_or_default(harness)

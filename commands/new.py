@@ -25,7 +25,7 @@ def new_world(name: NameArgument, into: IntoOption = None) -> None:
 
     Example: `optimize new world mydesk`, then `optimize world show mydesk`
     """
-    from worlds._new import new_world as scaffold
+    from worlds import new_world as scaffold
 
     made = scaffold(name, root=into)
     _report(made.written, f"optimize world show {name}", f"optimize new suite {name}")
@@ -40,7 +40,7 @@ def new_suite(
     Example: `optimize new suite mydesk`, then `optimize suite check evals/mydesk`
     """
     from evals import display_path, load_suite
-    from evals._new import new_suite as scaffold
+    from evals import new_suite as scaffold
 
     made = scaffold(world, root=into)
     load_suite(made.folder)
@@ -62,7 +62,7 @@ def new_harness(
     Example: `optimize new harness mydesk_agent --world mydesk`, then `optimize try --show-prompt`
     """
     from evals import display_path
-    from harnesses._new import new_harness as scaffold
+    from harnesses import new_harness as scaffold
 
     made = scaffold(name, world=world, root=into)
     folder = display_path(made.folder)

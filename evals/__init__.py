@@ -1,7 +1,11 @@
 """Evals: suites of tasks graded by what the agent changed in the world, run in batches and stored.
 
-The public API is exactly what `__all__` lists; see evals/README.md for the task format.
+The public API is exactly what `__all__` lists; see evals/README.md for the task format. Timestamps,
+run ids and row owners are the bottom layer's (`worlds.base`), the paired statistics too
+(`worlds.base.stats`).
 """
+
+from worlds.base.stats import SplitPower
 
 from ._batch import (
     BatchError,
@@ -14,7 +18,7 @@ from ._batch import (
     resume,
     resume_batch,
 )
-from ._check import CheckTally, Probe, SeedResult, SplitPower, SuiteCheck, TaskCheck, check_suite
+from ._check import CheckTally, Probe, SeedResult, SuiteCheck, TaskCheck, check_suite
 from ._executors import (
     BatchSetup,
     Executor,
@@ -30,6 +34,7 @@ from ._executors import (
 )
 from ._graders import grade_episode, replay_reference
 from ._locate import suite_for
+from ._new import new_suite
 from ._store import (
     DEFAULT_RUNS_DB,
     RUNS_DB_ENV,
@@ -37,10 +42,6 @@ from ._store import (
     RunRecord,
     RunStore,
     StoreError,
-    live_status,
-    new_run_id,
-    now_text,
-    process_owner,
 )
 from ._suite import (
     MAX_SEED,
@@ -58,6 +59,7 @@ from ._users import STOP_TOKEN, SimulatedUser, user_for
 from .graders._matchers import Matcher, values_equal
 from .graders._python import FixtureView, GraderDefinitionError, GraderError, GraderSpec, PythonGrader, grader
 from .graders._reference import ReferenceCall, ReferenceFailed
+from .graders._reference import replay as replay_calls
 from .graders._verdict import Check, Grade
 from .metrics import EpisodeOutcome, Metrics, TaskMetrics, compute_metrics, pass_hat_k, passes
 
@@ -117,16 +119,14 @@ __all__ = [
     "grade_episode",
     "grader",
     "in_flight",
-    "live_status",
     "load_suite",
-    "new_run_id",
-    "now_text",
+    "new_suite",
     "parse_executor",
     "pass_hat_k",
     "passes",
     "plan_batch",
     "play_episode",
-    "process_owner",
+    "replay_calls",
     "replay_reference",
     "resume",
     "resume_batch",

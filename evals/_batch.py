@@ -46,10 +46,11 @@ from harnesses.models import (
     resolve_model,
 )
 from worlds import AtollError, World
+from worlds.base import new_run_id, now_text
 
 from ._executors import BatchSetup, Executor, executor_for
 from ._graders import grade_episode
-from ._store import EpisodeResult, RunRecord, RunStore, new_run_id, now_text
+from ._store import EpisodeResult, RunRecord, RunStore
 from ._suite import Suite, SuiteError, Task, display_path, load_suite
 from .graders._reference import ReferenceFailed
 from .metrics import Metrics, compute_metrics
@@ -110,7 +111,7 @@ class BatchResult:
         return dict(grouped)
 
     def scores(self) -> dict[str, list[float | None]]:
-        """Per task, the scores in seed order, None for an errored episode: what `optimizer.stats` compares."""
+        """Per task, the scores in seed order, None for an errored episode: what `worlds.base.stats` compares."""
         return {
             task: [None if r.errored else r.score for r in sorted(results, key=lambda r: r.seed)]
             for task, results in self.by_task().items()

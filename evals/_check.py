@@ -13,12 +13,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
 from harnesses import Episode, Event, Harness, load_harness
 from worlds import Diff
+from worlds.base.stats import AcceptanceRule, SplitPower, acceptance_power
 
 from ._graders import grade_episode, grade_state, reference_episode, replay_reference
 from ._suite import Suite, SuiteError, Task, display_path, load_suite
@@ -26,43 +27,11 @@ from .graders._python import GraderError
 from .graders._reference import ReferenceFailed, replay
 from .graders._verdict import Grade
 
-if TYPE_CHECKING:
-    from optimizer import AcceptanceRule
-
 CHECK_VERSION = 1
 DO_NOTHING_REPLY = "Thanks for reaching out! Let me look into that for you."
 """What the do-nothing agent says: polite, generic, and naming nothing the task asks to be said."""
 _DONORS_TRIED = 8
 """How many other tasks' references the stray-write probe tries before it gives up on a task."""
-
-
-class SplitPower(BaseModel):
-    """Whether the optimizer's acceptance rule can accept a candidate on a split, and what it takes.
-
-    Computed by `optimizer.acceptance_power` with the rule itself; defined here because the optimizer
-    imports evals, never the other way round at import time.
-    """
-
-    split: str
-    tasks: int = Field(description="Tasks in the split: what the sign test counts.")
-    k: int = Field(description="Seeds per task; averaged per task before any test.")
-    alpha: float
-    min_effect: float
-    sign_test_needs: int = Field(
-        description="Fewest tasks that must improve, none worse, for the sign test to give p <= alpha."
-    )
-    fewest_tasks: int | None = Field(
-        description="Fewest tasks that must improve (none worse) for the whole rule to accept; None: impossible."
-    )
-    gain_per_task: float | None = Field(
-        description="With only `fewest_tasks` improved, the smallest equal gain each must make."
-    )
-    mean_gain: float | None = Field(description="The mean gain of that sparsest acceptable win.")
-    tasks_for_ok: int | None = Field(
-        description="The task count at which no more than half the tasks must improve; None: none found."
-    )
-    verdict: Literal["ok", "unlikely", "impossible"]
-    message: str = Field(description="One line for a person: the figures and what to do.")
 
 
 class SeedResult(BaseModel):
@@ -164,7 +133,7 @@ def check_suite(
     suite: Suite | str | Path,
     *,
     harness: Harness | str | Path | None = None,
-    k: int | None = None,
+    k: int = 1,
     rule: AcceptanceRule | None = None,
 ) -> SuiteCheck:
     """Check `suite` without a model: references, blind spots, the harness's tools, the val split's power.
@@ -178,13 +147,11 @@ def check_suite(
       collateral damage, with no knowledge of the world: the borrowed writes are another task's correct
       ones, so they are wrong here. A suite with no other writing task on the fixture skips it, saying so.
     - With `harness`: the reference tools none of its agents (the entry and those it delegates to) sees.
-    - The val split's power under `rule` at `k` seeds (default: the optimizer's k and rule).
+    - The val split's power under `rule` at `k` seeds (default: the optimizer's k, 1, and rule).
 
     A failing reference or a crashing grader is reported on its task; only a suite that does not load
     raises (SuiteError).
     """
-    from optimizer import AcceptanceRule, OptimizeConfig, acceptance_power  # optimizer imports evals
-
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     if isinstance(harness, str | Path):
         harness = load_harness(harness)
@@ -193,7 +160,6 @@ def check_suite(
             f"harness {harness.name!r} drives world {harness.world.name!r} but suite {suite.name!r} "
             f"tests {suite.world.name!r}; check the suite with a harness for its world"
         )
-    k = k if k is not None else OptimizeConfig.model_fields["k"].default
     shown = _shown_tools(harness) if harness is not None else None
     donors = _writers(suite)
     tasks = [_check_task(suite, task, k, shown, donors) for task in suite.tasks]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from worlds import World, get_world
-from worlds._new import Scaffold, project_at, project_root, write_new_folder
+from worlds.base.scaffold import Scaffold, project_at, project_root, write_new_folder
 
 from ._locate import SUITES_DIR
 from ._suite import SUITE_FILE, TASKS_DIR

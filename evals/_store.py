@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import socket
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +35,8 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from harnesses import Episode, Event, PromptPart
 from harnesses.models import ModelUsage, ResponseCache
-from worlds import TIMESTAMP_FORMAT, AtollError, CallRecord
+from worlds import AtollError, CallRecord
+from worlds.base import live_status, now_text, process_owner
 
 from .graders._verdict import Grade
 from .metrics import EpisodeOutcome, Metrics
@@ -56,15 +54,6 @@ _PROMPTS = TypeAdapter(list[PromptPart])
 
 class StoreError(AtollError):
     """The runs store cannot do what was asked (an unknown run, a newer store format)."""
-
-
-def now_text() -> str:
-    return datetime.now(UTC).strftime(TIMESTAMP_FORMAT)
-
-
-def new_run_id(kind: str = "eval") -> str:
-    """`eval-20260302-091500-a3f9`: sortable by time, unique, short enough to type its tail."""
-    return f"{kind}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
 class RunRecord(BaseModel):
@@ -562,52 +551,6 @@ def _run_record(row: dict[str, Any]) -> RunRecord:
     values["metrics"] = json.loads(row["metrics"]) if row["metrics"] else None
     values["status"] = live_status(row)
     return RunRecord.model_validate(values)
-
-
-def live_status(row: dict[str, Any]) -> str:
-    """A run row's status as a reader should see it: `running` whose process died without saying so
-    (kill -9, a power cut) is `interrupted`. Shared by every table that records an `owner`."""
-    if row["status"] == "running" and owner_alive(row.get("owner")) is False:
-        return "interrupted"
-    return row["status"]
-
-
-def process_owner() -> str:
-    """This process, as an `owner` column records it: host, pid and the pid's start token."""
-    pid = os.getpid()
-    return json.dumps({"host": socket.gethostname(), "pid": pid, "token": _process_token(pid)})
-
-
-def _process_token(pid: int) -> str | None:
-    """The boot id and start time of a live process (Linux), so a pid reused by another process, or after
-    a reboot, is not taken for the one that ran a run; None where /proc has none (gone, a zombie, macOS)."""
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return None
-    return None if fields[0] == "Z" else f"{boot}:{fields[19]}"
-
-
-def owner_alive(owner: str | None) -> bool | None:
-    """Whether the process that started or resumed a run still exists; None when this machine cannot tell
-    (a run from before owners were kept, one started on another host)."""
-    if not owner:
-        return None
-    recorded = json.loads(owner)
-    if recorded["host"] != socket.gethostname():
-        return None
-    if recorded["token"] is not None:
-        return _process_token(recorded["pid"]) == recorded["token"]
-    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
-        return None
-    try:
-        os.kill(recorded["pid"], 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _episode_result(row: dict[str, Any], prompts: Mapping[str, list[PromptPart]]) -> EpisodeResult:

@@ -19,14 +19,7 @@ import numpy as np
 from pydantic import BaseModel, Field, computed_field, model_validator
 
 from harnesses.models import ModelUsage
-
-PASS_TOLERANCE = 1e-9
-"""Scores are floats summed from partial credit, so 0.1 + 0.2 + 0.7 must still count as a pass at 1.0."""
-
-
-def passes(score: float, threshold: float = 1.0) -> bool:
-    """Whether a score counts as a pass: at or above the threshold, within `PASS_TOLERANCE`."""
-    return score >= threshold - PASS_TOLERANCE
+from worlds.base.stats import passes
 
 
 class EpisodeOutcome(BaseModel):

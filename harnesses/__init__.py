@@ -7,6 +7,8 @@ from ._checks import TEMPLATE_VARIABLES
 from ._episode import EPISODE_VERSION, PATTERNS, Episode, Event, EventKind, StopReason
 from ._files import HarnessError, content_hash
 from ._format import (
+    DELEGATE_PREFIX,
+    SKILL_TOOL,
     AgentConfig,
     Demo,
     DemoStep,
@@ -17,16 +19,20 @@ from ._format import (
     ToolOverride,
 )
 from ._harness import Harness, load_harness
+from ._new import new_harness
 from ._prompt import PromptKind, PromptPart, prompt_hash, render_prompt
 from ._runtime import run_episode
 from ._step import ConversationError, StepAnswer, UnusableAnswer, next_message
 from ._tools import ToolSpec, tool_specs
+from ._tools import project as project_fields
 from ._try import try_episode
 from ._user import ScriptedUser, UserSide
 
 __all__ = [
+    "DELEGATE_PREFIX",
     "EPISODE_VERSION",
     "PATTERNS",
+    "SKILL_TOOL",
     "TEMPLATE_VARIABLES",
     "AgentConfig",
     "ConversationError",
@@ -52,7 +58,9 @@ __all__ = [
     "UserSide",
     "content_hash",
     "load_harness",
+    "new_harness",
     "next_message",
+    "project_fields",
     "prompt_hash",
     "render_prompt",
     "run_episode",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from worlds import get_world
-from worlds._new import (
+from worlds.base.scaffold import (
     Scaffold,
     check_new_name,
     ensure_project_key,

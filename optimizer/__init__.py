@@ -1,8 +1,27 @@
 """The optimizer: propose harness variants, test them against the incumbent, keep only real wins.
 
-The public surface is exactly what `__all__` lists.
+The public surface is exactly what `__all__` lists. The statistics it decides with live in the bottom
+layer (`worlds.base.stats`), where evals reads them too; they are exported here as well.
 """
 
+from worlds.base.stats import (
+    AcceptanceRule,
+    Comparison,
+    Decision,
+    GateRule,
+    GateVerdict,
+    PairedScores,
+    SplitPower,
+    acceptance_power,
+    bootstrap_lower_bound,
+    compare,
+    decide,
+    gate,
+    sign_test_greater,
+    sign_test_needs,
+)
+
+from . import git
 from ._config import (
     FrontierPoint,
     OptimizeConfig,
@@ -26,7 +45,6 @@ from ._gate_result import (
     save_baseline,
     write_json,
 )
-from ._git import GitError
 from ._history import HistoryEntry, history
 from ._loop import commit_message, optimize
 from ._objective import (
@@ -62,33 +80,14 @@ from ._operators import (
     default_operators,
 )
 from ._operators._common import Operator
-from ._power import (
-    GatePower,
-    acceptance_power,
-    gate_power,
-    regression_power,
-    run_power,
-    sign_test_needs,
-)
+from ._power import GatePower, gate_power, regression_power, run_power
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unified_patch
 from ._registry import ENTRY_POINT_GROUP, make_operators, operator_names, register_operator
 from ._reports import DiffSide, Flip, ReportError, resolve_side, task_flips
 from ._runreport import RunReport, load_run_report
 from ._screen import ScreenRecord, ScreenRound
 from ._strategy import STRATEGIES, Greedy, ParentStrategy, Pareto
-from .stats import (
-    AcceptanceRule,
-    Comparison,
-    Decision,
-    GateRule,
-    GateVerdict,
-    PairedScores,
-    bootstrap_lower_bound,
-    compare,
-    decide,
-    gate,
-    sign_test_greater,
-)
+from .git import GitError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -151,6 +150,7 @@ __all__ = [
     "ScreenRecord",
     "ScreenRound",
     "SplitAgent",
+    "SplitPower",
     "StepRecord",
     "SuiteChange",
     "SuiteRun",
@@ -167,6 +167,7 @@ __all__ = [
     "default_operators",
     "gate",
     "gate_power",
+    "git",
     "history",
     "load_baseline",
     "load_run_report",

@@ -14,9 +14,9 @@ from pydantic import BaseModel, Field, model_validator
 from evals import ExecutorSpec
 from harnesses.models import ModelUsage
 from worlds import RUN_FAILED, AtollError
+from worlds.base.stats import AcceptanceRule, Decision
 
 from ._objective import Objective, ObjectiveRule
-from .stats import AcceptanceRule, Decision
 
 Strategy = Literal["greedy", "pareto"]
 

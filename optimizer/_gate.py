@@ -39,8 +39,9 @@ from evals import (
 from harnesses import Harness, HarnessError, load_harness
 from harnesses.models import Model, ModelError, ResponseCache, check_model, get_model, resolve_model
 from worlds import WorldError
+from worlds.base.stats import TIE_TOLERANCE, GateRule, GateVerdict, PairedScores, Tolerance, gate
 
-from . import _git as git
+from . import git
 from ._gate_result import (
     Baseline,
     GateError,
@@ -51,7 +52,6 @@ from ._gate_result import (
     TaskRow,
     load_baseline,
 )
-from .stats import TIE_TOLERANCE, GateRule, GateVerdict, PairedScores, gate
 
 DEFAULT_BRANCHES = ("main", "master", "origin/main", "origin/master")
 
@@ -76,8 +76,10 @@ class GateConfig(BaseModel):
     )
     split: Literal["train", "val", "test"] = "val"
     k: int | None = Field(None, ge=1, description="Seeds per task; default each task's own seeds.")
-    tolerance: float = Field(
-        -0.05, le=0.0, description="Allowed drop of the mean score (negative): fail below it."
+    tolerance: Tolerance = Field(
+        0.05,
+        description="How far the mean score may fall: fail if the 95% lower bound of the mean change is "
+        "below -tolerance. A negative value is read as its size (the gate's old spelling, -0.05).",
     )
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Sign test for losses: fail at p <= alpha.")
     max_error_rate: float = Field(0.2, ge=0.0, le=1.0, description="Above this on either side: exit 3.")
@@ -121,7 +123,7 @@ def default_branch(path: Path) -> str | None:
         candidates.append(f"origin/{os.environ['GITHUB_BASE_REF']}")
     with suppress(git.GitError):
         candidates.append(
-            git._git("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD", cwd=root).strip()
+            git.run("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD", cwd=root).strip()
         )
     for name in (*candidates, *DEFAULT_BRANCHES):
         try:
@@ -157,19 +159,13 @@ def resolve_base(path: Path, ref: str | None) -> tuple[str, str]:
             "pass --base REF"
         )
     try:
-        sha = git._git("merge-base", "HEAD", branch, cwd=git.repo_root(path)).strip()
+        sha = git.run("merge-base", "HEAD", branch, cwd=git.repo_root(path)).strip()
     except git.GitError:
         raise GateError(
             f"HEAD and {branch} have no common commit in this clone; fetch the history "
             "(in GitHub Actions: actions/checkout with fetch-depth: 0) or pass --base REF"
         ) from None
     return f"merge base with {branch}", sha
-
-
-def harness_files_at(path: Path, sha: str) -> dict[str, str]:
-    """The harness folder's files at a commit, less those `load_harness` skips (dotfiles, __pycache__),
-    so a `.gitkeep` does not show up as a difference from the working tree."""
-    return {name: text for name, text in git.files_at(path, sha).items() if not git._is_hidden(name)}
 
 
 def changed_files(folder: Path, base: Path | None) -> list[str]:
@@ -189,12 +185,12 @@ def _folder_bytes(folder: Path | None) -> dict[str, bytes]:
     return {
         name: file.read_bytes()
         for file in files
-        if not git._is_hidden(name := file.relative_to(folder).as_posix())
+        if not git.is_hidden(name := file.relative_to(folder).as_posix())
     }
 
 
 def _harness_at(path: Path, label: str, sha: str) -> Harness:
-    files = harness_files_at(path, sha)
+    files = git.harness_files_at(path, sha)
     if not files:
         raise GateError(
             f"{path} does not exist at {label} ({sha[:10]}): nothing to compare with; "

@@ -15,8 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
 from worlds import AtollError
-
-from .stats import GateVerdict
+from worlds.base.stats import GateVerdict
 
 REPORT_FORMAT = "atoll-gate-report"
 BASELINE_FORMAT = "atoll-baseline"

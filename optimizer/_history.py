@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import _git as git
+from . import git
 from ._config import StepRecord
 
 _GATE = re.compile(

@@ -23,15 +23,15 @@ from evals import (
     evaluate_batch,
     in_flight,
     load_suite,
-    new_run_id,
-    now_text,
     suite_for,
 )
-from evals.metrics import EpisodeOutcome, passes
+from evals.metrics import EpisodeOutcome
 from harnesses import Harness, HarnessError, content_hash, load_harness
 from harnesses.models import Model, ModelError, ResponseCache, check_model, get_model, resolve_model
+from worlds.base import new_run_id, now_text
+from worlds.base.stats import Decision, PairedScores, decide, passes
 
-from . import _git as git
+from . import git
 from ._bandit import PAST_WEIGHT, Bandit, Counts, tally
 from ._config import (
     OptimizeConfig,
@@ -55,7 +55,6 @@ from ._records import Records
 from ._registry import check_proposer, make_operators
 from ._screen import CostRace, ScreenRecord, race, race_order
 from ._strategy import STRATEGIES, ParentStrategy
-from .stats import Decision, PairedScores, decide
 
 OnEvent = Callable[[OptimizerEvent], None]
 
@@ -104,7 +103,7 @@ def commit_message(
     rule = decision.rule
     headline = proposal.rationale.split("\n")[0]
     if isinstance(decision, ObjectiveDecision):  # quality held, the objective lowered: both figures
-        bound = f"lower bound {c.lower_bound:+.3f} >= tolerance {-decision.rule.tolerance:+g}"
+        bound = f"lower bound {c.lower_bound:+.3f} >= {-decision.rule.tolerance or 0.0:+g} (tolerance {decision.rule.tolerance:g})"
         evidence = f"{bound}\nObjective: {objective_figures(decision.objective, decision.rule)}"
     else:
         evidence = f"lower bound {c.lower_bound:+.3f} > min effect {rule.min_effect}"

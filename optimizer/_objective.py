@@ -1,10 +1,10 @@
 """The rule for optimizing cost, latency or tokens while holding quality.
 
 With `--objective quality` (the default) the optimizer keeps a candidate only if it is better
-(`optimizer.stats.decide`). With `cost`, `latency` or `tokens` it keeps a candidate only if two things
+(`worlds.base.stats.decide`). With `cost`, `latency` or `tokens` it keeps a candidate only if two things
 hold on the same tasks and seeds:
 
-- quality is non-inferior: the CI gate's own rule (`optimizer.stats.gate`) passes the candidate
+- quality is non-inferior: the CI gate's own rule (`worlds.base.stats.gate`) passes the candidate
   against the incumbent, so the optimizer never keeps a cut the gate would fail on the same evidence
   (the bootstrap lower bound of the mean quality change is at least `-tolerance`, losses do not
   significantly outnumber wins, and no task the incumbent always passed collapses);
@@ -26,13 +26,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.metrics import EpisodeOutcome
-
-from .stats import (
+from worlds.base.stats import (
     TIE_TOLERANCE,
     Decision,
     GateRule,
     PairedScores,
-    _figures,
+    comparison_figures,
     gate,
     sign_test_greater,
 )
@@ -129,7 +128,7 @@ class ObjectiveRule(BaseModel):
         ge=0.0,
         lt=1.0,
         description="Quality may fall by at most this much: the bootstrap lower bound of the mean "
-        "quality change must be >= -tolerance (the gate's GateRule.tolerance, sign flipped).",
+        "quality change must be >= -tolerance (the gate's GateRule.tolerance, the same size).",
     )
     quality_alpha: float = Field(
         0.05,
@@ -165,7 +164,7 @@ class ObjectiveRule(BaseModel):
     def quality_rule(self) -> GateRule:
         """The gate rule the quality side is held to."""
         return GateRule(
-            tolerance=-self.tolerance,
+            tolerance=self.tolerance,
             alpha=self.quality_alpha,
             resamples=self.resamples,
             seed=self.seed,
@@ -272,8 +271,8 @@ class ObjectiveDecision(Decision):
     def summary(self) -> str:
         """One line with both figures, for the log and the commit message."""
         return (
-            f"{self.verdict}: quality (tolerance {-self.rule.tolerance:+g}) "
-            f"{_figures(self.comparison, self.rule.confidence)}; "
+            f"{self.verdict}: quality (tolerance {self.rule.tolerance:g}) "
+            f"{comparison_figures(self.comparison, self.rule.confidence)}; "
             f"{objective_figures(self.objective, self.rule)}"
             + "".join(f"; {reason}" for reason in self.reasons)
         )

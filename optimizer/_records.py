@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evals import RunStore, live_status, now_text, process_owner
+from evals import RunStore
+from worlds.base import live_status, now_text, process_owner
+from worlds.base.stats import Decision
 
 from ._config import OptimizeConfig, StepRecord
 from ._objective import ObjectiveDecision, load_decision
-from .stats import Decision
 
 RUNS_TABLE = "optimizations"
 STEPS_TABLE = "proposals"

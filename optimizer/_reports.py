@@ -19,8 +19,7 @@ from evals import RunRecord, RunStore, StoreError, passes
 from harnesses import HarnessError, load_harness
 from worlds import AtollError
 
-from . import _git as git
-from ._gate import harness_files_at
+from . import git
 
 SIDE_KINDS = ("git", "run", "hash")
 
@@ -98,7 +97,7 @@ def _git_side(ref: str, harness_path: Path, *, explicit: bool) -> DiffSide | Non
         if explicit:
             raise ReportError(f"{ref!r} is not a commit of the repository holding {harness_path}") from None
         return None
-    files = harness_files_at(harness_path, sha)
+    files = git.harness_files_at(harness_path, sha)
     if not files:
         raise ReportError(f"{harness_path} does not exist at {ref} ({sha[:10]})")
     return DiffSide(f"{ref} ({sha[:10]})", files)

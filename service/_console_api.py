@@ -23,8 +23,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evals import MAX_SEED, RunRecord, RunStore, StoreError, live_status
+from evals import MAX_SEED, RunRecord, RunStore, StoreError
 from optimizer import ReportError, load_run_report
+from worlds.base import live_status
 
 from ._records import FEEDBACK_TABLE, RECORDS_TABLE, RecordStore
 from ._releases import MAX_NUMBER, Release, ReleaseChain, ReleaseError, StaleRelease

@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from evals import BatchProgress, RunStore, live_status, new_run_id, now_text, process_owner, suite_for
+from evals import BatchProgress, RunStore, suite_for
 from harnesses import load_harness
 from harnesses.models import Model
 from optimizer import (
@@ -48,11 +48,12 @@ from optimizer import (
     OptimizeConfig,
     OptimizeResult,
     OptimizerEvent,
+    git,
     operator_names,
     optimize,
 )
-from optimizer import _git as git
 from worlds import AtollError
+from worlds.base import live_status, new_run_id, now_text, process_owner
 
 from ._publish import (
     ReleaseRefused,

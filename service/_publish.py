@@ -38,9 +38,7 @@ from typing import Any
 from evals import RunStore, suite_for
 from harnesses import Harness, content_hash, load_harness
 from harnesses.models import Model
-from optimizer import GateConfig, GateProgress, GateReport, run_gate
-from optimizer import _git as git
-from optimizer._gate import harness_files_at
+from optimizer import GateConfig, GateProgress, GateReport, git, run_gate
 
 from ._releases import Release, ReleaseChain, ReleaseError
 
@@ -207,7 +205,7 @@ def read_candidate(path: Path, ref: str | None) -> Candidate:
             commit = git.resolve_ref(path, ref)
         except git.GitError:
             raise ReleaseError(f"--ref {ref!r} is not a commit of the repository holding {path}") from None
-        files = harness_files_at(path, commit)
+        files = git.harness_files_at(path, commit)
         if not files:
             raise ReleaseError(f"{path} does not exist at {ref} ({commit[:10]}): nothing to release there")
         harness = Harness.from_files(files, source=f"{path}@{commit[:10]}")
@@ -222,7 +220,7 @@ def read_candidate(path: Path, ref: str | None) -> Candidate:
             "to release a committed version: a release serves the files of one commit"
         )
     commit = git.resolve_ref(path, "HEAD")
-    if content_hash(harness_files_at(path, commit)) != harness.hash:
+    if content_hash(git.harness_files_at(path, commit)) != harness.hash:
         raise ReleaseError(
             f"{path}: its files differ from commit {commit[:10]} (files git ignores?); "
             "commit them or remove them, so the release is exactly that commit's files"
@@ -305,7 +303,7 @@ def _holds(folder: Path, release: Release) -> bool:
     if release.commit is None or not _knows(folder, release.commit):
         return False
     try:
-        return content_hash(harness_files_at(folder, release.commit)) == release.content_hash
+        return content_hash(git.harness_files_at(folder, release.commit)) == release.content_hash
     except git.GitError:  # a symbolic link there: not what the release holds
         return False
 
@@ -317,12 +315,12 @@ def _worktree(folder: Path, commit: str) -> Iterator[Path]:
     root, relative = git.relative_to_root(folder)
     with tempfile.TemporaryDirectory(prefix="atoll-release-") as scratch:
         tree = Path(scratch) / "tree"
-        git._git("worktree", "add", "--detach", "--quiet", str(tree), commit, cwd=root)
+        git.run("worktree", "add", "--detach", "--quiet", str(tree), commit, cwd=root)
         try:
             yield tree / relative
         finally:  # a failed removal must not hide the gate's own error; `git worktree prune` tidies later
             with suppress(git.GitError):
-                git._git("worktree", "remove", "--force", str(tree), cwd=root)
+                git.run("worktree", "remove", "--force", str(tree), cwd=root)
 
 
 @contextmanager
@@ -337,10 +335,10 @@ def _stored_base(
         _write(harness, base_files)
         shutil.copytree(suite, suite_copy, ignore=shutil.ignore_patterns("__pycache__", ".*"))
         identity = ("-c", "user.name=Atoll", "-c", "user.email=atoll@localhost", "-c", "commit.gpgsign=false")
-        git._git("init", "--quiet", cwd=root)
-        git._git("add", "--all", cwd=root)
-        git._git(*identity, "commit", "--quiet", "--no-verify", "-m", "the served head", cwd=root)
-        git._git("update-ref", f"refs/tags/{release_tag(head)}", "HEAD", cwd=root)
+        git.run("init", "--quiet", cwd=root)
+        git.run("add", "--all", cwd=root)
+        git.run(*identity, "commit", "--quiet", "--no-verify", "-m", "the served head", cwd=root)
+        git.run("update-ref", f"refs/tags/{release_tag(head)}", "HEAD", cwd=root)
         shutil.rmtree(harness)
         _write(harness, candidate.files)
         yield harness, suite_copy, release_tag(head)
@@ -359,7 +357,7 @@ def tag_release(folder: Path, release: Release) -> None:
         return
     tag = release_tag(release)
     try:
-        git._git("update-ref", f"refs/tags/{tag}", release.commit, cwd=git.repo_root(folder))
+        git.run("update-ref", f"refs/tags/{tag}", release.commit, cwd=git.repo_root(folder))
     except git.GitError as error:
         raise ReleaseError(
             f"release {release.number} of {release.harness} is published, but tagging it failed ({error}); "

@@ -121,12 +121,12 @@ def render_gate(report: GateReport) -> RenderableType:
         f"{report.candidate.errored}/{report.candidate.episodes}",
         "",
     )
-    bound_ok = c.lower_bound >= rule.tolerance
+    bound_ok = c.lower_bound >= -rule.tolerance
     figures.add_row(
         f"{rule.confidence:.0%} lower bound of the change",
         "",
         "",
-        Text(f"{c.lower_bound:+.3f} (tolerance {rule.tolerance:+g})", style="green" if bound_ok else "red"),
+        Text(f"{c.lower_bound:+.3f} (tolerance {rule.tolerance:g})", style="green" if bound_ok else "red"),
     )
     figures.add_row(
         "sign test for losses",
@@ -235,7 +235,7 @@ def markdown_summary(report: GateReport) -> str:
         f"| errored episodes | {report.base.errored}/{report.base.episodes} "
         f"| {report.candidate.errored}/{report.candidate.episodes} | |",
         "",
-        f"{rule.confidence:.0%} lower bound of the change: **{c.lower_bound:+.3f}** (tolerance {rule.tolerance:+g}) · "
+        f"{rule.confidence:.0%} lower bound of the change: **{c.lower_bound:+.3f}** (tolerance {rule.tolerance:g}) · "
         f"sign test for losses p={c.p_worse:.3g} ({c.losses} worse, {c.wins} better, {c.ties} tied)",
     ]
     if report.reasons:

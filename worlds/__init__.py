@@ -1,15 +1,13 @@
 """Worlds: SQLite-backed environments an agent acts on, graded by what it changed.
 
 The public surface is exactly what `__all__` lists; see worlds/README.md for how to write
-a world.
+a world. The bottom layer every package shares (errors, the project file, timestamps) is `worlds.base`;
+its errors, project file and timestamp format are exported here too.
 """
 
-from ._clock import TIMESTAMP_FORMAT, Clock
+from ._clock import Clock
 from ._diff import Diff, RowChange, RowUpdate, TableDiff
 from ._errors import (
-    RUN_FAILED,
-    USAGE_ERROR,
-    AtollError,
     InstanceClosed,
     ToolError,
     UnknownFixture,
@@ -20,11 +18,22 @@ from ._errors import (
 from ._find import ENTRY_POINT_GROUP, PATH_VARIABLE, find_worlds, get_world, list_worlds
 from ._fixture import FixtureContext, FixtureData, FixtureSpec, cache_dir
 from ._instance import CallRecord, Instance, ToolFailure, ToolResult
+from ._new import new_world
 from ._operation import Operation, RestFace
-from ._project import PROJECT_FILE, Project, ProjectConfig, ProjectError, find_project
 from ._schema import Column, TableInfo
 from ._tool import Tool, ToolContext
 from ._world import Include, World
+from .base import (
+    PROJECT_FILE,
+    RUN_FAILED,
+    TIMESTAMP_FORMAT,
+    USAGE_ERROR,
+    AtollError,
+    Project,
+    ProjectConfig,
+    ProjectError,
+    find_project,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -68,4 +77,5 @@ __all__ = [
     "find_worlds",
     "get_world",
     "list_worlds",
+    "new_world",
 ]

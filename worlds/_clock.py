@@ -12,7 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
+from .base import TIMESTAMP_FORMAT as TIMESTAMP_FORMAT  # the clock's text form, read here by the instance
+
 ClockMode = Literal["fixed", "tick", "wall"]
 
 

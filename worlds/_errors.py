@@ -2,12 +2,15 @@
 
 `ToolError` is written for the agent: a tool raises it to refuse a request, the call is rolled
 back and the agent reads the code and message. Everything else here is for the person who
-wrote or runs the world, and stops the command that hit it. `AtollError` is the base of every such error in every layer.
+wrote or runs the world, and stops the command that hit it; its base, `AtollError`, is every layer's
+(`worlds.base`).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .base import AtollError
 
 
 class ToolError(Exception):
@@ -18,19 +21,6 @@ class ToolError(Exception):
         self.code = code
         self.message = message
         self.details = details
-
-
-# Exit codes of the command line: a usage or configuration error a person fixes, or a run that broke
-# on the way (a model down, a paused optimization). 1 is not an error: a gate's regression verdict.
-USAGE_ERROR = 2
-RUN_FAILED = 3
-
-
-class AtollError(Exception):
-    """Base of every error a person must act on, from any layer; the CLI prints it as one line and exits
-    with its `exit_code`. The world engine is the bottom layer, so the base lives here."""
-
-    exit_code: int = USAGE_ERROR
 
 
 class WorldError(AtollError):

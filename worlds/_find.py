@@ -25,8 +25,8 @@ from pathlib import Path
 from types import ModuleType
 
 from ._errors import UnknownWorld, WorldDefinitionError
-from ._project import PROJECT_FILE, find_project
 from ._world import World
+from .base import PROJECT_FILE, find_project
 
 ENTRY_POINT_GROUP = "atoll.worlds"
 PATH_VARIABLE = "ATOLL_WORLDS_PATH"

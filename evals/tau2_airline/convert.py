@@ -1,4 +1,4 @@
-"""Writes this suite's task files from τ²-bench's installed tasks.json (see worlds/_tau2.py).
+"""Writes this suite's task files from τ²-bench's installed tasks.json (see worlds/tau2.py).
 
     python evals/tau2_airline/convert.py
 
@@ -12,7 +12,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[0] = str(HERE.parent.parent)  # the repository, not this folder, so `worlds` is the package
 
 from worlds import get_world  # noqa: E402
-from worlds._tau2 import suite_files  # noqa: E402
+from worlds.tau2 import suite_files  # noqa: E402
 
 VAL_TASKS = 12
 """Drawn from τ²'s train split; see suite.yaml for why this many."""

@@ -118,10 +118,10 @@ def fitting_agent(context: ProposalContext, task: Any) -> str | None:
 def reference_demo(context: ProposalContext, task: Any) -> dict[str, Any] | None:
     """A train task's reference solution as a demo, replayed for its results; None if it fails to replay.
     The agent shown it must have every tool it calls (see `fitting_agent`)."""
-    from evals.graders._reference import ReferenceFailed, replay
+    from evals import ReferenceFailed, replay_calls
 
     try:
-        log, _ = replay(context.harness.world, task.fixture, 0, task.clock, task.reference)
+        log, _ = replay_calls(context.harness.world, task.fixture, 0, task.clock, task.reference)
     except ReferenceFailed:
         return None
     steps: list[dict[str, Any]] = [{"user": task.user.message}]

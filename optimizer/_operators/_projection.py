@@ -19,8 +19,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from harnesses import tool_specs
-from harnesses._tools import project
+from harnesses import project_fields, tool_specs
 
 from .._proposal import Proposal, ProposalContext
 from ._common import Edit, Operator, flow
@@ -203,7 +202,7 @@ def options(context: ProposalContext) -> list[_Option]:
             continue
         current = context.harness.tools[agent][tool].fields
         fields = choose_fields(evidence.seen, evidence.used, current)
-        saved = sum(_chars(shown) - _chars(project(shown, fields)) for shown in evidence.shown)
+        saved = sum(_chars(shown) - _chars(project_fields(shown, fields)) for shown in evidence.shown)
         if saved <= 0:
             continue
         counts = {

@@ -20,8 +20,9 @@ from typer.testing import CliRunner
 
 import evals
 from cli import app
-from evals import RunRecord, RunStore, StoreError, evaluate_batch, load_suite, now_text, resume_batch
+from evals import RunRecord, RunStore, StoreError, evaluate_batch, load_suite, resume_batch
 from harnesses.models import ModelRequest, ModelResponse
+from worlds.base import now_text
 
 runner = CliRunner()
 

@@ -28,7 +28,7 @@ def _convert_module(domain):
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_the_task_files_are_what_convert_writes(domain):
     from worlds import get_world
-    from worlds._tau2 import suite_files
+    from worlds.tau2 import suite_files
 
     convert = _convert_module(domain)
     graders = getattr(convert, "state_graders", lambda reference: [])
@@ -42,7 +42,7 @@ def test_the_task_files_are_what_convert_writes(domain):
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_the_splits_are_taus_with_val_drawn_from_its_train_split(domain):
     from evals import load_suite
-    from worlds._tau2 import read_json
+    from worlds.tau2 import read_json
 
     suite = load_suite(ROOT / "evals" / f"tau2_{domain}")
     splits = read_json(domain, "split_tasks.json")

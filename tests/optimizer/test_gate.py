@@ -136,9 +136,17 @@ def test_on_github_actions_the_pull_requests_target_branch_is_the_base(
     assert report.base.commit == git(workspace, "rev-parse", "HEAD~1").strip()
 
 
-def test_a_positive_tolerance_and_two_bases_are_refused_before_anything_runs(tmp_path: Path):
-    with pytest.raises(ValidationError, match="less than or equal to 0"):
-        GateConfig(harness=tmp_path, tolerance=0.05)
+def test_the_tolerance_is_how_far_the_score_may_fall_and_its_old_negative_spelling_reads_the_same(
+    tmp_path: Path,
+):
+    assert GateConfig(harness=tmp_path).tolerance == 0.05
+    assert GateConfig(harness=tmp_path, tolerance=0.1).rule(1.0).tolerance == 0.1
+    assert GateConfig(harness=tmp_path, tolerance=-0.1).tolerance == 0.1  # `--tolerance -0.1` as before
+    with pytest.raises(ValidationError, match="less than 1"):
+        GateConfig(harness=tmp_path, tolerance=1.5)
+
+
+def test_two_bases_are_refused_before_anything_runs(tmp_path: Path):
     with pytest.raises(ValidationError, match="not both"):
         GateConfig(harness=tmp_path, base="main", baseline=tmp_path / "b.json")
 

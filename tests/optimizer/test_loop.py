@@ -16,12 +16,13 @@ import pytest
 from notes_desk import HARNESS_YAML, MAGIC, PROMPT, DoesNothing, Helpful, agent, git, make_workspace
 from rich.console import Console
 
-from evals import RunStore, process_owner
+from evals import RunStore
 from harnesses.models import ModelUnavailable, ScriptedModel
 from optimizer import Operator, OptimizeConfig, OptimizerError, OptimizerPaused, optimize
 from optimizer._records import Records
 from optimizer._screen import round_line
 from views.optimize import event_line, render_optimize_result
+from worlds.base import process_owner
 
 
 @pytest.fixture

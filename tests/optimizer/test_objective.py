@@ -164,7 +164,7 @@ def test_the_summary_carries_both_figures_and_the_decision_round_trips():
     summary = decision.summary()
 
     assert summary == (
-        "reject: quality (tolerance -0.05) mean 0.500 -> 0.500 (+0.000, 95% lower bound +0.000), "
+        "reject: quality (tolerance 0.05) mean 0.500 -> 0.500 (+0.000, 95% lower bound +0.000), "
         "0 tasks better / 0 worse / 20 tied, sign test p=1 better, p=1 worse; "
         "tokens (minimum reduction 10%) per episode 1951 -> 1795 tokens, reduction +8.0%, "
         "95% lower bound +8.0%, 20 tasks lower / 0 higher / 0 tied, sign test p=9.54e-07 lower; "
@@ -194,7 +194,7 @@ def test_the_rule_refuses_a_negative_tolerance_and_few_resamples():
         ObjectiveRule(tolerance=-0.05)
     with pytest.raises(ValidationError, match="resamples"):
         ObjectiveRule(resamples=500)
-    assert ObjectiveRule(tolerance=0.02).quality_rule.tolerance == -0.02
+    assert ObjectiveRule(tolerance=0.02).quality_rule.tolerance == 0.02  # one sign: the same size
 
 
 def test_costs_on_different_tasks_or_seeds_are_refused_with_the_task_named():

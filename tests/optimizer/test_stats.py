@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from evals.metrics import EpisodeOutcome
-from optimizer.stats import (
+from worlds.base.stats import (
     AcceptanceRule,
     Decision,
     GateRule,

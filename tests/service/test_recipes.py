@@ -29,7 +29,7 @@ from typer.testing import CliRunner
 
 import optimizer._registry
 from cli import app
-from evals import RunStore, now_text
+from evals import RunStore
 from harnesses.models import ScriptedModel
 from optimizer import (
     Operator,
@@ -53,6 +53,7 @@ from service import (
     release_harness,
 )
 from service.recipes import EvolveOnFeedback, Manual, Scheduled
+from worlds.base import now_text
 from worlds.serve._sessions import SessionManager
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "optimizer"))

@@ -19,8 +19,8 @@ from worlds import (
     World,
     WorldDefinitionError,
     find_project,
+    new_world,
 )
-from worlds._new import new_world
 
 _names = (f"desk{i}" for i in itertools.count())
 

@@ -8,7 +8,7 @@ the current time is 2024-05-15 15:00:00 EST).
 
 from worlds import FixtureContext
 
-from .._tau2 import read_json
+from ..tau2 import read_json
 from .records import tables_from_db
 from .world import world
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from worlds import World
 
-from .._tau2 import policy
+from ..tau2 import policy
 
 HERE = Path(__file__).parent
 

@@ -5,7 +5,7 @@
 
 from worlds import FixtureContext
 
-from .._tau2 import read_json
+from ..tau2 import read_json
 from .records import tables_from_db
 from .world import world
 

@@ -4,7 +4,7 @@ Tool descriptions are τ²-bench's (Copyright (c) 2025 Sierra Research, MIT Lice
 so an agent sees the schemas it would see in τ².
 """
 
-from ..._tau2 import calculate, transfer_to_human_agents
+from ...tau2 import calculate, transfer_to_human_agents
 from ..world import world
 from . import orders, products, users
 

@@ -8,12 +8,11 @@ project file, found in the nearest folder at or above where a command starts, sa
     suites = "evals"                       # folder holding a suite per world (<folder>/<world>/suite.yaml)
     harness = "harnesses/mydesk_agent"     # what `optimize run`, `eval`, `gate` and `try` use when given none
 
-    [records]                              # what the served endpoint keeps of each call (service/_records.py)
-    redact = ["email", "phone", "card"]    # built-in redactors, applied before anything is written
-    redact_hook = "mydesk.privacy:scrub"   # your own function (dict) -> dict, applied after them
-    retention_days = 30                    # records older than this are dropped
+    [records]                              # the service's own table (docs/serving.md)
 
-Paths are relative to the file. Every key is optional; an unknown key is an error naming the file.
+Paths are relative to the file. Every key is optional; an unknown key is an error naming the file. A
+table such as `[records]` belongs to the layer that reads it: this file only carries it, so the bottom
+layer knows no upper layer's settings (the service checks `[records]` with its `RecordPolicy`).
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ class ProjectConfig(BaseModel):
     worlds: list[str] = []
     suites: str | None = None
     harness: str | None = None
-    records: dict[str, Any] = {}  # checked by service.RecordPolicy, which the layer that serves owns
+    records: dict[str, Any] = {}  # the service's table, carried unread (service.RecordPolicy checks it)
 
 
 @dataclass(frozen=True)

@@ -13,17 +13,45 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field, model_validator
 
-from evals.metrics import EpisodeOutcome, passes
+from ._passes import passes
 
 TIE_TOLERANCE = 1e-9
 """Per-task deltas closer to zero than this are ties: float noise from averaging is not a win."""
 
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+def _old_gate_sign(value: Any) -> Any:
+    """The gate's tolerance was once written negative (`--tolerance -0.05`, a bound); a positive one was
+    refused then, so a negative number can only mean that old spelling: it reads as its size."""
+    return -value if isinstance(value, int | float) and value < 0 else value
+
+
+Tolerance = Annotated[
+    float,
+    BeforeValidator(_old_gate_sign),
+    Field(ge=0.0, lt=1.0, description="How far the mean score may fall: fail below -tolerance."),
+]
+"""How far the mean score may fall, a size (0.05): the bound the gate fails below is -tolerance. A negative
+value is read as its size, the gate's old spelling."""
+
+
+class Outcome(Protocol):
+    """What pairing reads of an episode (`evals.Outcome` is one): defined here, below evals."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def errored(self) -> bool: ...
 
 
 class PairedScores(BaseModel):
@@ -57,13 +85,11 @@ class PairedScores(BaseModel):
         return self
 
     @classmethod
-    def from_outcomes(
-        cls, incumbent: Iterable[EpisodeOutcome], candidate: Iterable[EpisodeOutcome]
-    ) -> PairedScores:
+    def from_outcomes(cls, incumbent: Iterable[Outcome], candidate: Iterable[Outcome]) -> PairedScores:
         """Pair two sides' episodes by (task, seed); both sides must cover the same pairs."""
         sides = []
         for name, outcomes in (("incumbent", incumbent), ("candidate", candidate)):
-            by_task: dict[str, dict[int, EpisodeOutcome]] = defaultdict(dict)
+            by_task: dict[str, dict[int, Outcome]] = defaultdict(dict)
             for outcome in outcomes:
                 if outcome.seed in by_task[outcome.task_id]:
                     raise ValueError(
@@ -213,7 +239,7 @@ class Decision(BaseModel):
 
     def summary(self) -> str:
         """One line with the figures, for the log and the commit message."""
-        return f"{self.verdict}: {_figures(self.comparison, self.rule.confidence)}" + "".join(
+        return f"{self.verdict}: {comparison_figures(self.comparison, self.rule.confidence)}" + "".join(
             f"; {reason}" for reason in self.reasons
         )
 
@@ -266,7 +292,7 @@ class GateRule(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tolerance: float = Field(-0.05, description="Fail if the lower bound of the mean change is below it.")
+    tolerance: Tolerance = 0.05
     alpha: float = Field(
         0.05, gt=0.0, lt=1.0, description="Fail if the sign test for losses gives p <= alpha."
     )
@@ -297,7 +323,7 @@ class GateVerdict(BaseModel):
 
     def summary(self) -> str:
         """One line with the figures, for the CI log and the Markdown summary."""
-        return f"{self.verdict}: {_figures(self.comparison, self.rule.confidence)}" + "".join(
+        return f"{self.verdict}: {comparison_figures(self.comparison, self.rule.confidence)}" + "".join(
             f"; {reason}" for reason in self.reasons
         )
 
@@ -320,10 +346,10 @@ def gate(scores: PairedScores, rule: GateRule | None = None) -> GateVerdict:
             rule=rule,
             scores=scores,
         )
-    if comparison.lower_bound < rule.tolerance:
+    if comparison.lower_bound < -rule.tolerance:
         reasons.append(
             f"bootstrap {rule.confidence:.0%} lower bound of the mean change {comparison.lower_bound:+.3f} "
-            f"< tolerance {rule.tolerance:+g}"
+            f"< {-rule.tolerance or 0.0:+g} (tolerance {rule.tolerance:g})"
         )
     if comparison.p_worse <= rule.alpha:
         reasons.append(
@@ -386,7 +412,8 @@ def _error_reasons(comparison: Comparison, max_error_rate: float) -> list[str]:
     ]
 
 
-def _figures(comparison: Comparison, confidence: float) -> str:
+def comparison_figures(comparison: Comparison, confidence: float) -> str:
+    """The means, the change and its lower bound in one phrase: what every verdict line quotes."""
     return (
         f"mean {comparison.incumbent_mean:.3f} -> {comparison.candidate_mean:.3f} "
         f"({comparison.mean_delta:+.3f}, {confidence:.0%} lower bound {comparison.lower_bound:+.3f}), "

@@ -1,5 +1,7 @@
 """Git plumbing for harness versions: every accepted variant is one commit of the harness folder.
 
+Public (`from optimizer import git`) because the service releases and tags those commits too.
+
 Commits on the checked-out branch go through the ordinary index so the working tree and
 `git status` stay consistent. Commits on another branch (`--branch`) go through a private
 index and `commit-tree`, so the user's checkout, index and other files are never touched.
@@ -16,6 +18,25 @@ from pathlib import Path
 
 from worlds import AtollError
 
+__all__ = [
+    "GitError",
+    "NotARepository",
+    "check_identity",
+    "commit_folder",
+    "current_branch",
+    "dirty_files",
+    "export_folder",
+    "files_at",
+    "find_commit",
+    "harness_files_at",
+    "is_hidden",
+    "log_of",
+    "relative_to_root",
+    "repo_root",
+    "resolve_ref",
+    "run",
+]
+
 
 class GitError(AtollError):
     """A git command failed; the message carries git's own words."""
@@ -25,7 +46,8 @@ class NotARepository(GitError):
     """The path is in no git work tree: there is no history to read or commit to."""
 
 
-def _git(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes | None = None) -> str:
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes | None = None) -> str:
+    """`git ARGS` in `cwd`, its output as text; GitError with git's own words when it fails."""
     return _git_bytes(*args, cwd=cwd, env=env, stdin=stdin).decode(errors="replace")
 
 
@@ -54,7 +76,7 @@ def repo_root(path: Path) -> Path:
         raise GitError(f"{path}: no such file or folder")
     start = path if path.is_dir() else path.parent
     try:  # git's messages in English (LC_ALL=C), so this one is told from the others
-        return Path(_git("rev-parse", "--show-toplevel", cwd=start, env={"LC_ALL": "C"}).strip())
+        return Path(run("rev-parse", "--show-toplevel", cwd=start, env={"LC_ALL": "C"}).strip())
     except GitError as error:
         if "not a git repository" in str(error):
             raise NotARepository(f"{path}: not a git repository (nor is any folder above it)") from None
@@ -70,32 +92,32 @@ def relative_to_root(path: Path) -> tuple[Path, str]:
 def dirty_files(path: Path) -> list[str]:
     """Files under `path` with uncommitted changes, untracked ones included."""
     root, relative = relative_to_root(path)
-    status = _git("status", "--porcelain", "--untracked-files=all", "--", relative, cwd=root)
+    status = run("status", "--porcelain", "--untracked-files=all", "--", relative, cwd=root)
     return [line[3:] for line in status.splitlines() if line.strip()]
 
 
 def current_branch(path: Path) -> str | None:
     """The checked-out branch, or None on a detached HEAD."""
     root = repo_root(path)
-    name = _git("rev-parse", "--abbrev-ref", "HEAD", cwd=root).strip()
+    name = run("rev-parse", "--abbrev-ref", "HEAD", cwd=root).strip()
     return None if name == "HEAD" else name
 
 
 def resolve_ref(path: Path, ref: str) -> str:
     root = repo_root(path)
-    return _git("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=root).strip()
+    return run("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=root).strip()
 
 
 def files_at(path: Path, ref: str) -> dict[str, str]:
     """The text files under `path` as they were at `ref`, keyed by path relative to `path`."""
     root, relative = relative_to_root(path)
-    listing = _git("ls-tree", "-r", "-z", ref, "--", relative, cwd=root)
+    listing = run("ls-tree", "-r", "-z", ref, "--", relative, cwd=root)
     files = {}
     for entry in filter(None, listing.split("\0")):
         meta, _, name = entry.partition("\t")  # "<mode> <type> <sha>\t<path>"
         if meta.split(" ")[0] == "120000":  # as a harness folder on disk refuses them (harnesses/_files.py)
             raise GitError(f"{name} at {ref}: a symbolic link; a harness holds regular files only")
-        files[name[len(relative) + 1 :]] = _git("show", f"{ref}:{name}", cwd=root)
+        files[name[len(relative) + 1 :]] = run("show", f"{ref}:{name}", cwd=root)
     return files
 
 
@@ -103,7 +125,7 @@ def export_folder(path: Path, ref: str, target: Path) -> Path | None:
     """Copy the folder `path` as it was at `ref` into `target`, byte for byte; return where the copy is,
     or None when the folder did not exist at `ref`. Reads the object store only: checkout and index stay."""
     root, relative = relative_to_root(path)
-    if not _git("ls-tree", "--name-only", ref, "--", relative, cwd=root).strip():
+    if not run("ls-tree", "--name-only", ref, "--", relative, cwd=root).strip():
         return None
     archive = _git_bytes("archive", "--format=tar", ref, "--", relative, cwd=root)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
@@ -123,36 +145,40 @@ def commit_folder(
     """
     root, relative = relative_to_root(path)
     if branch is None or branch == current_branch(path):
-        _git("add", "--all", "--", relative, cwd=root)
-        _git("commit", "--quiet", "--no-verify", "-m", message, "--", relative, cwd=root)
-        return _git("rev-parse", "HEAD", cwd=root).strip()
+        run("add", "--all", "--", relative, cwd=root)
+        run("commit", "--quiet", "--no-verify", "-m", message, "--", relative, cwd=root)
+        return run("rev-parse", "HEAD", cwd=root).strip()
     if files is None:
         raise ValueError("committing to another branch needs the folder's files")
     ref = f"refs/heads/{branch}"
     try:
-        parent = expected = _git("rev-parse", "--verify", ref, cwd=root).strip()
+        parent = expected = run("rev-parse", "--verify", ref, cwd=root).strip()
     except GitError:  # a new branch starts from HEAD; update-ref then checks it still does not exist
-        parent, expected = _git("rev-parse", "HEAD", cwd=root).strip(), "0" * 40
+        parent, expected = run("rev-parse", "HEAD", cwd=root).strip(), "0" * 40
     with tempfile.TemporaryDirectory() as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        _git("read-tree", parent, cwd=root, env=env)
+        run("read-tree", parent, cwd=root, env=env)
         # Replace the harness's own files; dotfiles (.gitignore, .gitkeep) are not the harness's to drop.
-        tracked = _git("ls-files", "-z", "--", relative, cwd=root, env=env).split("\0")
-        owned = [name for name in tracked if name and not _is_hidden(name[len(relative) + 1 :])]
+        tracked = run("ls-files", "-z", "--", relative, cwd=root, env=env).split("\0")
+        owned = [name for name in tracked if name and not is_hidden(name[len(relative) + 1 :])]
         if owned:
-            _git("rm", "--cached", "--force", "--quiet", "--", *owned, cwd=root, env=env)
+            run("rm", "--cached", "--force", "--quiet", "--", *owned, cwd=root, env=env)
         for name, text in sorted(files.items()):
-            blob = _git("hash-object", "-w", "--stdin", cwd=root, stdin=text.encode()).strip()
-            _git(
-                "update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}/{name}", cwd=root, env=env
-            )
-        tree = _git("write-tree", cwd=root, env=env).strip()
-    commit = _git("commit-tree", tree, "-p", parent, "-m", message, cwd=root).strip()
-    _git("update-ref", ref, commit, expected, cwd=root)
+            blob = run("hash-object", "-w", "--stdin", cwd=root, stdin=text.encode()).strip()
+            run("update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}/{name}", cwd=root, env=env)
+        tree = run("write-tree", cwd=root, env=env).strip()
+    commit = run("commit-tree", tree, "-p", parent, "-m", message, cwd=root).strip()
+    run("update-ref", ref, commit, expected, cwd=root)
     return commit
 
 
-def _is_hidden(relative_name: str) -> bool:
+def harness_files_at(path: Path, sha: str) -> dict[str, str]:
+    """The harness folder's files at a commit, less those `load_harness` skips (dotfiles, __pycache__),
+    so a `.gitkeep` does not show up as a difference from the working tree."""
+    return {name: text for name, text in files_at(path, sha).items() if not is_hidden(name)}
+
+
+def is_hidden(relative_name: str) -> bool:
     return any(part.startswith(".") or part == "__pycache__" for part in relative_name.split("/"))
 
 
@@ -162,7 +188,7 @@ def log_of(path: Path, *, limit: int = 100, grep: str | None = None) -> list[tup
     args = ["log", f"-n{limit}", "--format=%H%x1f%cI%x1f%B%x1e"]
     if grep:
         args.append(f"--grep={grep}")
-    raw = _git(*args, "--", relative, cwd=root)
+    raw = run(*args, "--", relative, cwd=root)
     entries = []
     for record in raw.split("\x1e"):
         if record.strip():
@@ -177,7 +203,7 @@ def find_commit(path: Path, texts: list[str], *, ref: str = "HEAD", depth: int =
     root, relative = relative_to_root(path)
     greps = [f"--grep={text}" for text in texts]
     try:
-        found = _git(
+        found = run(
             "log",
             ref,
             f"-n{depth}",
@@ -196,4 +222,4 @@ def find_commit(path: Path, texts: list[str], *, ref: str = "HEAD", depth: int =
 
 def check_identity(path: Path) -> None:
     """Raise GitError when git has no author identity here (commits would fail later, mid-run)."""
-    _git("var", "GIT_AUTHOR_IDENT", cwd=repo_root(path))
+    run("var", "GIT_AUTHOR_IDENT", cwd=repo_root(path))

