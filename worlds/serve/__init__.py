@@ -1,4 +1,5 @@
-"""Serving worlds to other programs: an MCP server, an OpenEnv-compatible server and a web console.
+"""Serving worlds to other programs: an MCP server, an OpenEnv-compatible server, a REST face (a world's
+HTTP operations under /rest/, docs/rest.md) and a web console.
 
 Every client gets a private instance (one per MCP session, one per OpenEnv WebSocket), the
 number alive at once is bounded, and idle ones are closed. See docs/serving.md.
@@ -8,12 +9,15 @@ from ._auth import Guard, check_bind, check_token, is_loopback
 from ._catalog import WorldCatalog
 from ._mcp import create_mcp_http_app, create_mcp_server, run_mcp
 from ._openenv import create_app, run_server
+from ._rest import OpenRequest, RestInstances, rest_router
 from ._sessions import NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager, UnknownSession
 
 __all__ = [
     "Guard",
     "NoInstance",
+    "OpenRequest",
     "ResetRequest",
+    "RestInstances",
     "Session",
     "SessionLimitReached",
     "SessionManager",
@@ -25,6 +29,7 @@ __all__ = [
     "create_mcp_http_app",
     "create_mcp_server",
     "is_loopback",
+    "rest_router",
     "run_mcp",
     "run_server",
 ]

@@ -192,7 +192,9 @@ def _cross_site(scope: Scope, headers: Headers) -> tuple[int, str] | None:
     if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
         return 403, "a request from another site may not change anything here"
     kind = headers.get("content-type", "").partition(";")[0].strip().lower()
-    if kind in FORM_TYPES:
+    # A form post from a page never carries an Authorization header (one that does needs CORS, never granted
+    # here), so a form body with one is a program's: a vendor SDK sending Stripe-style forms to /rest/.
+    if kind in FORM_TYPES and "authorization" not in headers:
         return (
             415,
             f"a {kind} body is not taken here (a page on any site can post one): send application/json",

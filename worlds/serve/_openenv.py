@@ -27,6 +27,7 @@ from worlds import Instance, World, WorldError
 from . import _protocol as wire
 from ._auth import DEFAULT_MAX_BODY_BYTES, Guard, check_bind
 from ._catalog import WorldCatalog
+from ._rest import rest_router
 from ._sessions import NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager, UnknownSession
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ def create_app(
     app.state.sessions = manager
     app.add_middleware(Guard, token=token, max_body_bytes=max_message_bytes)
     conversation = _Conversation(manager, max_message_bytes)
+    app.include_router(rest_router(manager))  # /rest/{world}/{key}/…: the worlds' HTTP operations
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
