@@ -21,8 +21,12 @@ from commands._shared import (
     out,
 )
 
+GATE_ONLY = {"junit", "json_out", "save_baseline"}
+"""`optimize gate`'s options that are not the gate's settings (`GateConfig`): where the report goes."""
+
 
 def gate(
+    ctx: typer.Context,
     harness: Annotated[
         Path | None,
         typer.Argument(
@@ -45,8 +49,13 @@ def gate(
         int | None, typer.Option("-k", help="Seeds per task; default each task's own seeds.")
     ] = None,
     tolerance: Annotated[
-        float, typer.Option(help="Fail if the 95% lower bound of the mean change is below this.")
-    ] = -0.05,
+        float,
+        typer.Option(
+            help="How far the mean score may fall: fail if the 95% lower bound of the mean change is below "
+            "minus this (0.05: below -0.05), as `optimize run --tolerance`. A negative value, the old "
+            "spelling, reads as its size."
+        ),
+    ] = 0.05,
     alpha: Annotated[float, typer.Option(help="Fail if the sign test for losses gives p <= alpha.")] = 0.05,
     max_error_rate: Annotated[
         float, typer.Option(help="Above this share of errored episodes: exit 3.")
@@ -88,25 +97,13 @@ def gate(
     from views.gate import append_step_summary, gate_progress, render_gate, write_junit
     from views.suite_check import power_warning
 
-    try:
-        config = GateConfig(
-            harness=harness_or_default(harness),
-            base=base,
-            baseline=baseline,
-            suite=suite,
-            model=model,
-            split=split,
-            k=k,
-            tolerance=tolerance,
-            alpha=alpha,
-            max_error_rate=max_error_rate,
-            concurrency=concurrency,
-            reuse=reuse,
-            executor=executor,
-            accept_suite_changes=accept_suite_changes,
-        )
+    try:  # the options are the gate's settings (`GateConfig`), and where its report goes
+        options = {name: value for name, value in ctx.params.items() if name not in GATE_ONLY}
+        config = GateConfig.model_validate({**options, "harness": harness_or_default(harness)})
     except ValidationError as error:
         fail(option_errors(error))
+    if tolerance < 0:
+        err.print(f"note: --tolerance {tolerance:g} reads as {-tolerance:g}: how far the score may fall")
     warning = power_warning(gate_power(config))  # a split too small for the sign test for losses
     try:
         with gate_progress(err) as progress:

@@ -23,8 +23,12 @@ from commands._shared import (
     print_json,
 )
 
+RUN_ONLY = {"resume"}
+"""`optimize run`'s options that are not the optimizer's settings (`OptimizeConfig`)."""
+
 
 def run(
+    ctx: typer.Context,
     harness: HarnessArgument = None,
     suite: SuiteOption = None,
     model: ModelOption = None,
@@ -34,7 +38,9 @@ def run(
     strategy: Annotated[
         str, typer.Option(help="greedy (incumbent chain) or pareto (GEPA-style parent pool).")
     ] = "greedy",
-    k: Annotated[int, typer.Option("-k", help="Seeds per val task in the gate set.")] = 1,
+    k: Annotated[
+        int, typer.Option("-k", help="Seeds per val task, the batch each variant is decided on.")
+    ] = 1,
     max_proposals: Annotated[int, typer.Option(help="Stop after this many proposals.")] = 12,
     patience: Annotated[int | None, typer.Option(help="Stop after this many rejections in a row.")] = None,
     max_minutes: Annotated[
@@ -47,7 +53,7 @@ def run(
     ] = 15.0,
     max_episodes: Annotated[int | None, typer.Option(help="Episode budget.")] = None,
     max_model_calls: Annotated[int | None, typer.Option(help="Model-call budget.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="Cost budget in USD.")] = None,
+    max_cost_usd: Annotated[float | None, typer.Option("--max-cost", help="Cost budget in USD.")] = None,
     min_effect: Annotated[
         float, typer.Option(help="Bootstrap lower bound of the mean gain must exceed this.")
     ] = 0.02,
@@ -66,7 +72,10 @@ def run(
     ] = 0.10,
     tolerance: Annotated[
         float,
-        typer.Option(help="With --objective cost|latency|tokens: how far mean quality may fall (its bound)."),
+        typer.Option(
+            help="With --objective cost|latency|tokens: how far mean quality may fall (0.05: the 95% lower "
+            "bound of its change must stay at or above -0.05), as `optimize gate --tolerance`."
+        ),
     ] = 0.05,
     models: Annotated[
         str | None,
@@ -128,8 +137,6 @@ def run(
     from rich.live import Live
 
     from optimizer import (
-        AcceptanceRule,
-        ObjectiveRule,
         OptimizeConfig,
         OptimizerEvent,
         OptimizerPaused,
@@ -139,34 +146,9 @@ def run(
     from views.optimize import event_line, render_optimize_result, render_status
     from views.suite_check import power_warning
 
-    try:
-        config = OptimizeConfig(
-            harness=harness_or_default(harness),
-            suite=suite,
-            model=model,
-            proposer_model=proposer_model,
-            strategy=strategy,
-            operators=operators,
-            k=k,
-            screen_size=screen_size,
-            train_sample=train_sample,
-            max_proposals=max_proposals,
-            patience=patience,
-            max_episodes=max_episodes,
-            max_model_calls=max_model_calls,
-            max_cost_usd=max_cost,
-            max_minutes=max_minutes,
-            concurrency=concurrency,
-            branch=branch,
-            commit=commit,
-            seed=seed,
-            rule=AcceptanceRule(min_effect=min_effect),
-            objective=objective,
-            objective_rule=ObjectiveRule(min_reduction=min_reduction, tolerance=tolerance),
-            models=[name.strip() for name in models.split(",") if name.strip()] if models else None,
-            reuse=reuse,
-            executor=executor,
-        )
+    try:  # the options are the config's fields, spelt flat (`OptimizeConfig.from_options`)
+        options = {name: value for name, value in ctx.params.items() if name not in RUN_ONLY}
+        config = OptimizeConfig.from_options({**options, "harness": harness_or_default(harness)})
     except ValidationError as error:
         fail(option_errors(error))
     if resume:

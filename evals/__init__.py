@@ -18,7 +18,6 @@ from ._batch import (
     resume,
     resume_batch,
 )
-from ._check import CheckTally, Probe, SeedResult, SuiteCheck, TaskCheck, check_suite
 from ._executors import (
     BatchSetup,
     Executor,
@@ -38,9 +37,11 @@ from ._new import new_suite
 from ._store import (
     DEFAULT_RUNS_DB,
     RUNS_DB_ENV,
+    EpisodeLine,
     EpisodeResult,
     RunRecord,
     RunStore,
+    RunsUsage,
     StoreError,
 )
 from ._suite import (
@@ -55,6 +56,7 @@ from ._suite import (
     display_path,
     load_suite,
 )
+from ._suite_check import CheckTally, Probe, SeedResult, SuiteCheck, TaskCheck, check_suite
 from ._users import STOP_TOKEN, SimulatedUser, user_for
 from .graders._matchers import Matcher, values_equal
 from .graders._python import FixtureView, GraderDefinitionError, GraderError, GraderSpec, PythonGrader, grader
@@ -75,6 +77,7 @@ __all__ = [
     "BatchSetup",
     "Check",
     "CheckTally",
+    "EpisodeLine",
     "EpisodeOutcome",
     "EpisodeResult",
     "Executor",
@@ -98,6 +101,7 @@ __all__ = [
     "ReferenceFailed",
     "RunRecord",
     "RunStore",
+    "RunsUsage",
     "SeedResult",
     "SimulatedUser",
     "SplitPower",

@@ -109,6 +109,31 @@ class EpisodeResult(BaseModel):
         )
 
 
+class EpisodeLine(BaseModel):
+    """One episode as a listing shows it: its figures and verdict, without transcript, diff or grade."""
+
+    task_id: str
+    seed: int
+    sample: int
+    score: float | None
+    passed: bool
+    errored: bool
+    stop_reason: str | None
+    error: str | None
+    tokens: int | None
+    cost: float | None
+    latency: float | None
+    model_calls: int | None
+    reused_from: str | None = Field(None, description="The run that played it, when copied from there.")
+
+
+class RunsUsage(BaseModel):
+    """What the episodes of a group of runs cost together."""
+
+    episodes: int
+    usage: ModelUsage
+
+
 def default_path() -> Path:
     """`$ATOLL_RUNS_DB`, else `runs/atoll.sqlite` under the working directory."""
     return Path(os.environ.get(RUNS_DB_ENV) or DEFAULT_RUNS_DB)
@@ -381,6 +406,14 @@ class RunStore:
             )
         return [_run_record(row) for row in rows]
 
+    def run_kinds(self) -> list[str]:
+        """The kinds of run stored (`eval`, `gate`, ...), sorted."""
+        return [row[0] for row in self.read("SELECT DISTINCT kind FROM runs ORDER BY kind")]
+
+    def has_table(self, name: str) -> bool:
+        """Whether the store has the table `name` (another part's, made once that part first wrote)."""
+        return bool(self.read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]))
+
     # -- harness snapshots ----------------------------------------------------------------------
 
     def save_harness(self, content_hash: str, name: str, files: Mapping[str, str]) -> None:
@@ -509,6 +542,29 @@ class RunStore:
             rows = list(self.db["episodes"].rows_where(where, params, order_by="task_id, seed"))
         prompts = self._prompts(rows)
         return [_episode_result(row, prompts) for row in rows]
+
+    def episode_lines(self, run_id: str) -> list[EpisodeLine]:
+        """A run's episodes as a listing shows them (no transcript read), in task and seed order; read on this
+        thread's own connection (`read`)."""
+        rows = self.read(
+            f"SELECT {', '.join(EpisodeLine.model_fields)} FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
+            [run_id],
+        )
+        return [EpisodeLine.model_validate(dict(row)) for row in rows]
+
+    def usage_of(self, run_prefix: str) -> RunsUsage:
+        """The episodes, model calls, tokens and cost of every run whose id starts with `run_prefix` (an
+        optimization's evaluations are `OPT-...` runs)."""
+        ((episodes, calls, prompt, completion, cost),) = self.read(
+            "SELECT COUNT(*), COALESCE(SUM(model_calls), 0), COALESCE(SUM(prompt_tokens), 0), "
+            "COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost), 0) "
+            "FROM episodes WHERE substr(run_id, 1, ?) = ?",
+            [len(run_prefix), run_prefix],
+        )
+        usage = ModelUsage(
+            model_calls=calls, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost
+        )
+        return RunsUsage(episodes=episodes, usage=usage)
 
     def outcomes(self, run_id: str) -> list[EpisodeOutcome]:
         """What metrics need of a run's episodes, read without parsing transcripts."""

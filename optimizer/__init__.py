@@ -22,7 +22,9 @@ from worlds.base.stats import (
 )
 
 from . import git
+from ._compare import DiffSide, Flip, ReportError, resolve_side, task_flips
 from ._config import (
+    RULE_OPTIONS,
     FrontierPoint,
     OptimizeConfig,
     OptimizerError,
@@ -31,6 +33,7 @@ from ._config import (
     OptimizerPaused,
     OptimizerStatus,
     StepRecord,
+    config_field,
 )
 from ._gate import GateConfig, GateProgress, run_gate
 from ._gate_result import (
@@ -80,17 +83,18 @@ from ._operators import (
     default_operators,
 )
 from ._operators._common import Operator
+from ._optimizations import OptimizationSummary, list_optimizations, proposal_patches
 from ._power import GatePower, gate_power, regression_power, run_power
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, unified_patch
 from ._registry import ENTRY_POINT_GROUP, make_operators, operator_names, register_operator
-from ._reports import DiffSide, Flip, ReportError, resolve_side, task_flips
-from ._runreport import RunReport, load_run_report
+from ._report import RunReport, load_run_report
 from ._screen import ScreenRecord, ScreenRound
 from ._strategy import STRATEGIES, Greedy, ParentStrategy, Pareto
 from .git import GitError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "RULE_OPTIONS",
     "STRATEGIES",
     "AcceptanceRule",
     "AddDemo",
@@ -129,6 +133,7 @@ __all__ = [
     "ObjectiveDecision",
     "ObjectiveRule",
     "Operator",
+    "OptimizationSummary",
     "OptimizeConfig",
     "OptimizeResult",
     "OptimizerError",
@@ -162,6 +167,7 @@ __all__ = [
     "commit_message",
     "compare",
     "compare_objective",
+    "config_field",
     "decide",
     "decide_objective",
     "default_operators",
@@ -169,11 +175,13 @@ __all__ = [
     "gate_power",
     "git",
     "history",
+    "list_optimizations",
     "load_baseline",
     "load_run_report",
     "make_operators",
     "operator_names",
     "optimize",
+    "proposal_patches",
     "register_operator",
     "regression_power",
     "resolve_side",

@@ -1,15 +1,19 @@
 """The optimizer's inputs, progress events and result, as pydantic models.
 
-The CLI builds an `OptimizeConfig` from its options and renders the `OptimizerStatus`
-snapshots the loop streams; a product embedding Atoll does the same from Python.
+`OptimizeConfig` is the one definition of every optimizer setting: `optimize run` builds it from its
+options (`from_options`), a service job's and a recipe's settings reuse its fields (`config_field`), and
+tests/test_settings.py fails when a command line default differs from the default here. The CLI renders
+the `OptimizerStatus` snapshots the loop streams; a product embedding Atoll does the same from Python.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 from evals import ExecutorSpec
 from harnesses.models import ModelUsage
@@ -19,6 +23,9 @@ from worlds.base.stats import AcceptanceRule, Decision
 from ._objective import Objective, ObjectiveRule
 
 Strategy = Literal["greedy", "pareto"]
+
+RULE_OPTIONS = {"min_effect": "rule", "min_reduction": "objective_rule", "tolerance": "objective_rule"}
+"""The rules' settings a command line gives flat (`--min-effect`), and the rule each belongs to."""
 
 
 class OptimizeConfig(BaseModel):
@@ -32,7 +39,7 @@ class OptimizeConfig(BaseModel):
     proposer_model: str | None = Field(None, description="Enables the LLM proposer with this model.")
     strategy: Strategy = "greedy"
     operators: list[str] | None = Field(None, description="LLM-free operators to use; default all.")
-    k: int = Field(1, ge=1, description="Seeds per val task in the gate set.")
+    k: int = Field(1, ge=1, description="Seeds per val task, the batch each variant is decided on.")
     confirm_k: int = Field(
         3,
         ge=0,
@@ -79,6 +86,32 @@ class OptimizeConfig(BaseModel):
     executor: ExecutorSpec = Field(
         "local", description="Where episodes run: local, ray or ray://HOST:PORT (docs/scale.md)."
     )
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _comma_separated(cls, models: Any) -> Any:
+        """`local/gemma-3-270m, local/smollm2-135m` as a list, as `--models` and a recipe may give it."""
+        if isinstance(models, str):
+            return [name.strip() for name in models.split(",") if name.strip()] or None
+        return models
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> OptimizeConfig:
+        """The config from options spelt flat, as `optimize run` takes them: the config's own fields, and
+        beside them the rules' `min_effect` (of `rule`), `min_reduction` and `tolerance` (of
+        `objective_rule`)."""
+        values = dict(options)
+        for option, rule in RULE_OPTIONS.items():
+            if option in values:
+                values[rule] = {**dict(values.get(rule) or {}), option: values.pop(option)}
+        return cls.model_validate(values)
+
+
+def config_field(name: str, *constraints: FieldInfo, **changes: Any) -> Any:
+    """The `OptimizeConfig` field `name` (type bounds, default, description) for another model's field of
+    the same setting, with `constraints` added (`Field(le=...)`) and `changes` made (`default=...`): a
+    job's and a recipe's settings reuse the optimizer's, so each has one definition."""
+    return FieldInfo.merge_field_infos(OptimizeConfig.model_fields[name], *constraints, **changes)
 
 
 class OptimizerStatus(BaseModel):
@@ -144,7 +177,7 @@ class StepRecord(BaseModel):
 
 
 class FrontierPoint(BaseModel):
-    """One evaluated harness on the val gate set: its quality and, when the run lowers one, its objective."""
+    """One evaluated harness on the val split: its quality and, when the run lowers one, its objective."""
 
     label: str = Field(description="`start`, or `proposal N (operator)`.")
     quality: float

@@ -50,8 +50,8 @@ from ._objective import (
     spend_per_episode,
     spent,
 )
+from ._optimizations import OptimizationStore
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, held_out_leak, unified_patch
-from ._records import Records
 from ._registry import check_proposer, make_operators
 from ._screen import CostRace, ScreenRecord, race, race_order
 from ._strategy import STRATEGIES, ParentStrategy
@@ -136,7 +136,7 @@ class Optimization:
     ) -> None:
         self.config = config
         self.store = store
-        self.records = Records(store)
+        self.optimizations = OptimizationStore(store)
         self.on_event = on_event
         self.id = run_id
         self.harness_path = config.harness
@@ -242,7 +242,8 @@ class Optimization:
         self.evaluations[run_id] = result
         return result
 
-    async def _gate(self, harness: Harness) -> BatchResult:
+    async def _on_val(self, harness: Harness) -> BatchResult:
+        """The val batch a variant is decided on (stored as the `gate` role, which older runs resume by)."""
         return await self._evaluate(harness, "gate", split="val", k=self.config.k)
 
     async def _train(self, harness: Harness) -> BatchResult:
@@ -281,20 +282,22 @@ class Optimization:
 
     async def run(self, *, resuming: bool) -> OptimizeResult:
         config = self.config
-        rows = {row["iteration"]: row for row in self.records.steps(self.id)} if resuming else {}
+        rows = (
+            {row["iteration"]: row for row in self.optimizations.proposal_rows(self.id)} if resuming else {}
+        )
         incumbent = self.start
         if resuming:
             incumbent = self._replay_accepted(rows)
         self._emit("start", stage="baseline", incumbent_hash=incumbent.hash)
-        start_gate = await self._gate(self.start)
-        gate_s = self._seconds(start_gate, len(start_gate.results))
-        incumbent_gate = await self._gate(incumbent)
+        start_val = await self._on_val(self.start)
+        val_s = self._seconds(start_val, len(start_val.results))
+        incumbent_val = await self._on_val(incumbent)
         self._emit(
-            "evaluate", start_score=_mean(start_gate.scores()), incumbent_score=_mean(incumbent_gate.scores())
+            "evaluate", start_score=_mean(start_val.scores()), incumbent_score=_mean(incumbent_val.scores())
         )
         scores_test = config.score_test and self._has_test()
         test_s = (
-            self._seconds(start_gate, len(self.suite.select(split="test")) * config.k) if scores_test else 0.0
+            self._seconds(start_val, len(self.suite.select(split="test")) * config.k) if scores_test else 0.0
         )
         longest_step_s = 0.0
         pool: list[tuple[Harness, BatchResult]] = []
@@ -310,10 +313,10 @@ class Optimization:
             row = rows.get(iteration)
             if row is not None and row["verdict"] is not None:
                 continue  # decided before the run was interrupted
-            # Before any proposal has run, guess one costs half a gate evaluation (most are screened out).
+            # Before any proposal has run, guess one costs half a val evaluation (most are screened out).
             # The closing test scoring: the start's, and the final's once a variant has been accepted.
             budget = self._out_of_budget(
-                longest_step_s or gate_s / 2, test_s * (2 if self.status.accepted else 1)
+                longest_step_s or val_s / 2, test_s * (2 if self.status.accepted else 1)
             )
             if budget:
                 stop_reason = budget
@@ -322,23 +325,23 @@ class Optimization:
                 stop_reason = f"{rejections_in_a_row} proposals in a row rejected (patience)"
                 break
             rng = random.Random(f"{config.seed}:{iteration}")
-            parent = self.strategy.choose((incumbent, incumbent_gate), pool, rng)
+            parent = self.strategy.choose((incumbent, incumbent_val), pool, rng)
             began, trained = time.monotonic(), self.train_seconds
-            verdict, candidate, candidate_gate = await self._iteration(
-                iteration, rng, parent, incumbent, incumbent_gate
+            verdict, candidate, candidate_val = await self._iteration(
+                iteration, rng, parent, incumbent, incumbent_val
             )
             step_s = time.monotonic() - began - (self.train_seconds - trained)
             longest_step_s = max(longest_step_s, step_s)
             if verdict == "accept":
-                incumbent, incumbent_gate = candidate, candidate_gate
+                incumbent, incumbent_val = candidate, candidate_val
                 rejections_in_a_row = 0
                 self._emit(
-                    "commit", incumbent_hash=incumbent.hash, incumbent_score=_mean(incumbent_gate.scores())
+                    "commit", incumbent_hash=incumbent.hash, incumbent_score=_mean(incumbent_val.scores())
                 )
             else:
                 rejections_in_a_row += 1
-                if candidate is not None and candidate_gate is not None:
-                    pool.append((candidate, candidate_gate))
+                if candidate is not None and candidate_val is not None:
+                    pool.append((candidate, candidate_val))
         test_start = test_final = None
         if scores_test:  # only now, for the report: nothing accepted, the start's test score is the final's
             test_start = await self._evaluate(self.start, "test", split="test", k=config.k)
@@ -346,7 +349,7 @@ class Optimization:
             if incumbent.hash != self.start.hash:
                 test_final = await self._evaluate(incumbent, "test", split="test", k=config.k)
         return self._result(
-            "finished", stop_reason, incumbent, start_gate, incumbent_gate, test_start, test_final
+            "finished", stop_reason, incumbent, start_val, incumbent_val, test_start, test_final
         )
 
     def _has_test(self) -> bool:
@@ -366,7 +369,7 @@ class Optimization:
         rng: random.Random,
         parent: Harness,
         incumbent: Harness,
-        incumbent_gate: BatchResult,
+        incumbent_val: BatchResult,
     ) -> tuple[str, Harness | None, BatchResult | None]:
         self._emit("proposal", stage="proposing", iteration=iteration + 1, operator=None, rationale=None)
         parent_train = await self._train(parent)
@@ -410,18 +413,18 @@ class Optimization:
         if leak:  # proposers never see val or test; this catches one that found them elsewhere
             return self._invalid(iteration, leak, **step)
         self.store.save_harness(candidate.hash, candidate.name, candidate.files())
-        self.records.save_step(self.id, iteration, **step)
+        self.optimizations.save_step(self.id, iteration, **step)
         try:  # a template can pass the load check and still fail on a real task's context
             screen = await self._screen(candidate, incumbent, iteration)
-            self.records.save_step(self.id, iteration, screen=screen)
+            self.optimizations.save_step(self.id, iteration, screen=screen)
             if not screen.passed:
-                self.records.save_step(self.id, iteration, verdict="screened_out")
+                self.optimizations.save_step(self.id, iteration, verdict="screened_out")
                 return self._rejected("screened_out", screen.reason)
-            self._emit("screen", stage="confirming on the gate set")
-            candidate_gate = await self._gate(candidate)
+            self._emit("screen", stage="confirming on the val split")
+            candidate_val = await self._on_val(candidate)
         except HarnessError as error:
             return self._invalid(iteration, str(error))
-        incumbent_evidence, candidate_evidence = _outcomes(incumbent_gate), _outcomes(candidate_gate)
+        incumbent_evidence, candidate_evidence = _outcomes(incumbent_val), _outcomes(candidate_val)
         decision = self._decide(incumbent_evidence, candidate_evidence)
         broken = self._unconfirmed_breaks(decision) if decision.accepted else []
         if broken:
@@ -429,14 +432,14 @@ class Optimization:
                 iteration, broken, (incumbent, incumbent_evidence), (candidate, candidate_evidence)
             )
             decision = self._decide(incumbent_evidence, candidate_evidence)
-        self.records.save_step(self.id, iteration, decision=decision, verdict=decision.verdict)
+        self.optimizations.save_step(self.id, iteration, decision=decision, verdict=decision.verdict)
         self._emit("decision", decision=decision, stage=decision.verdict)
         if not decision.accepted:
             self.status.rejected += 1
-            return decision.verdict, candidate, candidate_gate
+            return decision.verdict, candidate, candidate_val
         self._commit(iteration, proposal, decision, candidate)
         self.status.accepted += 1
-        return "accept", candidate, candidate_gate
+        return "accept", candidate, candidate_val
 
     def _spend(self, *batches: BatchResult | None) -> dict[str, Any]:
         """The objective per episode at the start and the end, on val and test, for a run that lowers one."""
@@ -450,7 +453,7 @@ class Optimization:
         }
 
     def _decide(self, incumbent: list[EpisodeOutcome], candidate: list[EpisodeOutcome]) -> Decision:
-        """The acceptance rule of the run's objective on both sides' gate-set episodes."""
+        """The acceptance rule of the run's objective on both sides' val episodes."""
         scores = PairedScores.from_outcomes(incumbent, candidate)
         if self.config.objective == "quality":
             return decide(scores, self.config.rule)
@@ -480,7 +483,7 @@ class Optimization:
         tasks: list[str],
         *sides: tuple[Harness, list[EpisodeOutcome]],
     ) -> list[list[EpisodeOutcome]]:
-        """Both sides' evidence with `tasks` run on `confirm_k` seeds (their first seeds are the gate's, so
+        """Both sides' evidence with `tasks` run on `confirm_k` seeds (their first seeds are the val batch's, so
         those episodes are reused): a few episodes, spent only on a variant about to be kept."""
         self._emit(
             "screen",
@@ -532,7 +535,7 @@ class Optimization:
             return "no change from the incumbent"
         if candidate_hash == self.start.hash:
             return "the start harness again"
-        for row in self.records.steps(self.id):
+        for row in self.optimizations.proposal_rows(self.id):
             tried = row["verdict"] not in (None, *NOTHING_NEW)
             if row["candidate_hash"] == candidate_hash and row["iteration"] < iteration and tried:
                 return f"the same files as proposal {row['iteration'] + 1} ({row['verdict']})"
@@ -542,12 +545,12 @@ class Optimization:
         """Record a slot in which no proposer had anything new: it is spent, and says why."""
         if not repeats:
             why = "no proposer had anything to try"
-            self.records.save_step(self.id, iteration, operator="none", rationale=why, verdict="none")
+            self.optimizations.save_step(self.id, iteration, operator="none", rationale=why, verdict="none")
             self._emit("decision", stage=f"none: {why}")
             return "none", None, None
         first = repeats[0][0]
         reasons = list(dict.fromkeys(f"{proposal.operator}: {what}" for proposal, what in repeats))
-        self.records.save_step(
+        self.optimizations.save_step(
             self.id,
             iteration,
             operator=first.operator,
@@ -579,7 +582,7 @@ class Optimization:
     def _invalid(self, iteration: int, error: str, **step: Any) -> tuple[str, None, None]:
         """A candidate that does not load or render: recorded with its error and skipped, so a
         resumed run never replays it."""
-        self.records.save_step(
+        self.optimizations.save_step(
             self.id, iteration, **step, verdict="invalid", decision=json.dumps({"error": error})
         )
         return self._rejected("invalid")
@@ -631,18 +634,18 @@ class Optimization:
     def _operator_priors(self) -> Counts:
         """Past runs' record per operator on this harness, read at the first proposal and stored with
         the run, so a resumed run draws from the same priors whatever ran in between."""
-        stored = (self.records.run(self.id) or {}).get("operator_priors")
+        stored = (self.optimizations.run(self.id) or {}).get("operator_priors")
         if stored:
             return {name: (wins, losses) for name, (wins, losses) in json.loads(stored).items()}
-        priors = tally(self.records.past_verdicts(self.start.name, exclude=self.id), PAST_WEIGHT)
-        self.records.update_run(self.id, operator_priors=json.dumps(priors))
+        priors = tally(self.optimizations.past_verdicts(self.start.name, exclude=self.id), PAST_WEIGHT)
+        self.optimizations.update_run(self.id, operator_priors=json.dumps(priors))
         return priors
 
     def _proposer_order(self, iteration: int) -> list[Any]:
         """The proposers to try in turn: Thompson sampling on this run's verdicts before `iteration` over
         the stored priors, drawn with the iteration's own seed, so a resume makes the same choice."""
         bandit = Bandit([proposer.name for proposer in self.proposers], self._operator_priors)
-        for row in self.records.steps(self.id):
+        for row in self.optimizations.proposal_rows(self.id):
             if row["iteration"] < iteration:
                 bandit.record(row["operator"], row["verdict"])
         draw = random.Random(f"{self.config.seed}:{iteration}:bandit")
@@ -671,8 +674,10 @@ class Optimization:
                     sha = git.commit_folder(path, message)
                 else:
                     sha = git.commit_folder(path, message, branch=branch, files=candidate.files())
-        self.records.save_step(self.id, iteration, commit_sha=sha or "uncommitted", decided_at=now_text())
-        self.records.update_run(self.id, incumbent_hash=candidate.hash)
+        self.optimizations.save_step(
+            self.id, iteration, commit_sha=sha or "uncommitted", decided_at=now_text()
+        )
+        self.optimizations.update_run(self.id, incumbent_hash=candidate.hash)
 
     def _replay_accepted(self, rows: dict[int, dict[str, Any]]) -> Harness:
         """The incumbent a resumed run starts from: the last accepted variant, committed now if a
@@ -701,12 +706,12 @@ class Optimization:
         status: str,
         stop_reason: str,
         incumbent: Harness,
-        start_gate: BatchResult,
-        incumbent_gate: BatchResult,
+        start_val: BatchResult,
+        incumbent_val: BatchResult,
         test_start: BatchResult | None,
         test_final: BatchResult | None,
     ) -> OptimizeResult:
-        steps = self.records.step_records(self.id)
+        steps = self.optimizations.proposals(self.id)
         s = self.status
         return OptimizeResult(
             run_id=self.id,
@@ -714,11 +719,11 @@ class Optimization:
             stop_reason=stop_reason,
             start_hash=self.start.hash,
             final_hash=incumbent.hash,
-            val_start=_mean(start_gate.scores()),
-            val_final=_mean(incumbent_gate.scores()),
+            val_start=_mean(start_val.scores()),
+            val_final=_mean(incumbent_val.scores()),
             test_start=test_start.metrics.mean_score if test_start else None,
             test_final=test_final.metrics.mean_score if test_final else None,
-            **self._spend(start_gate, incumbent_gate, test_start, test_final),
+            **self._spend(start_val, incumbent_val, test_start, test_final),
             steps=steps,
             final_patch=unified_patch(self.start.files(), incumbent.files()),
             episodes=s.episodes,
@@ -749,11 +754,11 @@ async def optimize(
         model: a Model object for the agent (a ScriptedModel in tests) instead of `config.model`.
     """
     store = store or RunStore()
-    records = Records(store)
+    optimizations = OptimizationStore(store)
     if resume is not None:
         latest = resume in ("latest", "last")
-        run_id = records.latest_unfinished() if latest else records.resolve(resume)
-        row = records.run(run_id) if run_id else None
+        run_id = optimizations.latest_unfinished() if latest else optimizations.resolve(resume)
+        row = optimizations.run(run_id) if run_id else None
         if row is None:
             raise OptimizerError(
                 f"no unfinished optimization run to resume in {store.path}"
@@ -767,7 +772,7 @@ async def optimize(
     start_hash = row["start_hash"] if resume is not None else None
     optimization = Optimization(config, store, on_event, run_id, proposers, model, start_hash, strategy)
     if resume is None:
-        records.create(
+        optimizations.create(
             run_id,
             config,
             harness=optimization.start.name,
@@ -775,20 +780,20 @@ async def optimize(
             start_hash=optimization.start.hash,
         )
     else:
-        records.update_run(run_id, status="running", finished_at=None)
+        optimizations.update_run(run_id, status="running", finished_at=None)
     try:
         result = await optimization.run(resuming=resume is not None)
     except OptimizerPaused as pause:
-        records.finish(run_id, "paused", str(pause), None)
+        optimizations.finish(run_id, "paused", str(pause), None)
         optimization._emit("paused", stage="paused", message=str(pause))
         raise
     except Exception as error:
-        records.finish(run_id, "failed", f"{type(error).__name__}: {error}", None)
+        optimizations.finish(run_id, "failed", f"{type(error).__name__}: {error}", None)
         raise
     except BaseException:  # Ctrl-C, cancellation: resumable
-        records.finish(run_id, "interrupted", "interrupted", None)
+        optimizations.finish(run_id, "interrupted", "interrupted", None)
         raise
-    records.finish(run_id, "finished", result.stop_reason, result)
+    optimizations.finish(run_id, "finished", result.stop_reason, result)
     optimization._emit("finish", stage="finished", message=result.stop_reason)
     return result
 

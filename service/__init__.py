@@ -5,20 +5,20 @@ from ._app import RECORD_HEADER, RELEASE_HEADER, create_service_app, run_service
 from ._console_api import console_router
 from ._endpoint import HarnessEndpoint, Served
 from ._feedback_api import records_router
-from ._jobs import (
+from ._job_models import (
     Job,
     JobConflict,
     JobError,
     JobOptions,
     JobPlan,
     JobRequest,
-    Jobs,
     UnknownHarness,
     UnknownJob,
 )
+from ._jobs import Jobs
 from ._jobs_api import jobs_router
 from ._publish import ReleaseRefused, release_harness, release_tag, rollback_harness, tagged
-from ._recipes import (
+from ._recipe_loop import (
     LoadedRecipe,
     Recipe,
     RecipeError,

@@ -27,7 +27,7 @@ from ._feedback_api import records_router
 from ._jobs import Jobs
 from ._jobs_api import jobs_router
 from ._protocol import guarded_protocol
-from ._recipes import RecipeLoop, load_recipe
+from ._recipe_loop import RecipeLoop, load_recipe
 from ._records import RecordPolicy, RecordStore, load_record_policy
 from ._releases import ReleaseChain
 from ._wire import RequestError, error_body, parse_request, stream_events

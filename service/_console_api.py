@@ -24,17 +24,13 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evals import MAX_SEED, RunRecord, RunStore, StoreError
-from optimizer import ReportError, load_run_report
-from worlds.base import live_status
+from optimizer import ReportError, list_optimizations, load_run_report, proposal_patches
 
-from ._records import FEEDBACK_TABLE, RECORDS_TABLE, RecordStore
+from ._records import RecordStore, ReleaseTraffic
 from ._releases import MAX_NUMBER, Release, ReleaseChain, ReleaseError, StaleRelease
-from ._releases import TABLE as RELEASES_TABLE
 from ._wire import error_body
 
 CONSOLE = Path(__file__).parent / "console"
-OPTIMIZATIONS_TABLE = "optimizations"  # optimizer/_records.py: the optimizer's own table
-PROPOSALS_TABLE = "proposals"
 MAX_LIST = 1000
 NO_CACHE = {"cache-control": "no-cache"}
 
@@ -100,17 +96,6 @@ class RunSummary(BaseModel):
         )
 
 
-class Served(BaseModel):
-    """What a release answered on the harness endpoint, from the records: the live side of its evidence."""
-
-    calls: int = 0
-    errors: int = 0
-    with_feedback: int = Field(0, description="Records that got feedback from any source.")
-    passed: int = Field(0, description="Feedback rows that said passed.")
-    failed: int = Field(0, description="Feedback rows that said not passed.")
-    mean_score: float | None = None
-
-
 def _error(status: int, message: str, code: str) -> JSONResponse:
     return JSONResponse(error_body(message, code, status), status_code=status)
 
@@ -153,9 +138,8 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
             query = RunsQuery.model_validate(dict(request.query_params))
         except ValidationError as error:
             return _invalid(error, "query")
-        kinds = [row[0] for row in store.read("SELECT DISTINCT kind FROM runs ORDER BY kind")]
         runs = store.runs(limit=query.limit, kind=query.kind)
-        return {"data": [RunSummary.of(run).model_dump() for run in runs], "kinds": kinds}
+        return {"data": [RunSummary.of(run).model_dump() for run in runs], "kinds": store.run_kinds()}
 
     @router.get("/api/runs/{ref}", response_model=None)
     def get_run(ref: str) -> dict[str, Any] | JSONResponse:
@@ -164,16 +148,7 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
             run = store.run(ref)
         except StoreError as error:
             return _error(404, str(error), "unknown_run")
-        episodes = [
-            dict(row)
-            for row in store.read(
-                "SELECT task_id, seed, sample, score, passed, errored, stop_reason, error, tokens, cost, latency, "
-                "model_calls, reused_from FROM episodes WHERE run_id = ? ORDER BY task_id, seed",
-                [run.id],
-            )
-        ]
-        for episode in episodes:
-            episode["passed"], episode["errored"] = bool(episode["passed"]), bool(episode["errored"])
+        episodes = [line.model_dump() for line in store.episode_lines(run.id)]
         return {"run": run.model_dump(mode="json"), "episodes": episodes}
 
     @router.get("/api/runs/{ref}/episodes/{task_id}/{seed}", response_model=None)
@@ -198,31 +173,13 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
         }
 
     @router.get("/api/optimizations", response_model=None)
-    def list_optimizations(request: Request) -> dict[str, Any] | JSONResponse:
+    def optimizations(request: Request) -> dict[str, Any] | JSONResponse:
         """The latest optimization runs first."""
         try:
             query = ListQuery.model_validate(dict(request.query_params))
         except ValidationError as error:
             return _invalid(error, "query")
-        if not store.read(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [OPTIMIZATIONS_TABLE]
-        ):
-            return {"data": []}  # no optimization has run against this store
-        rows = [
-            dict(row)
-            for row in store.read(
-                "SELECT id, harness, model, status, stop_reason, started_at, finished_at, owner "
-                f"FROM {OPTIMIZATIONS_TABLE} ORDER BY started_at DESC, rowid DESC LIMIT ?",
-                [query.limit],
-            )
-        ]
-        # `owner` (host and pid) only decides whether a `running` run is alive; the page needs the verdict.
-        return {
-            "data": [
-                {**{key: value for key, value in row.items() if key != "owner"}, "status": live_status(row)}
-                for row in rows
-            ]
-        }
+        return {"data": [run.model_dump() for run in list_optimizations(store, limit=query.limit)]}
 
     @router.get("/api/optimizations/{ref}", response_model=None)
     def get_optimization(ref: str) -> dict[str, Any] | JSONResponse:
@@ -231,12 +188,7 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
             report = load_run_report(store, ref)
         except ReportError as error:
             return _error(404, str(error), "unknown_optimization")
-        patches = {
-            row[0]: row[1]
-            for row in store.read(
-                f"SELECT iteration, patch FROM {PROPOSALS_TABLE} WHERE optimization_id = ?", [report.id]
-            )
-        }
+        patches = proposal_patches(store, report.id)
         proposals = [
             {
                 **step.model_dump(mode="json"),
@@ -257,13 +209,10 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
     @router.get("/api/releases")
     def list_releases() -> dict[str, Any]:
         """Every harness with a release chain, with its head (what is served) and its length."""
-        rows = releases.store.read(
-            f"SELECT harness, COUNT(*) FROM {RELEASES_TABLE} GROUP BY harness ORDER BY harness"
-        )
         return {
             "data": [
                 {"harness": harness, "releases": count, "head": _dump(releases.head(harness))}
-                for harness, count in rows
+                for harness, count in releases.lengths().items()
             ]
         }
 
@@ -278,14 +227,14 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
             return _error(
                 404, f"{harness} has no releases; `optimize release` publishes one", "unknown_harness"
             )
-        served = _served(records, harness)
+        traffic = records.traffic(harness)
         return {
             "harness": harness,
             "head": chain[-1].number,
             "releases": [
                 {
                     **release.model_dump(mode="json"),
-                    "served": served.get(release.number, Served()).model_dump(),
+                    "served": traffic.get(release.number, ReleaseTraffic()).model_dump(),
                 }
                 for release in chain
             ],
@@ -317,29 +266,6 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
 
 def _dump(release: Release | None) -> dict[str, Any] | None:
     return release.model_dump(mode="json") if release else None
-
-
-def _served(records: RecordStore, harness: str) -> dict[int, Served]:
-    """Per release number, the calls its records hold and the feedback they got (two grouped queries), read on
-    this thread's own connection: a read on the writer's, from a worker thread, broke the writes of others."""
-    read = records.store.read
-    found: dict[int, Served] = {}
-    for number, calls, errors in read(
-        f"SELECT release, COUNT(*), COUNT(error) FROM {RECORDS_TABLE} "
-        "WHERE harness = ? AND release IS NOT NULL GROUP BY release",
-        [harness],
-    ):
-        found[number] = Served(calls=calls, errors=errors)
-    for number, rated, passed, failed, mean in read(
-        f"SELECT r.release, COUNT(DISTINCT f.record_id), COALESCE(SUM(f.passed = 1), 0), "
-        f"COALESCE(SUM(f.passed = 0), 0), AVG(f.score) FROM {FEEDBACK_TABLE} f "
-        f"JOIN {RECORDS_TABLE} r ON r.id = f.record_id "
-        "WHERE r.harness = ? AND r.release IS NOT NULL GROUP BY r.release",
-        [harness],
-    ):
-        served = found.setdefault(number, Served())
-        served.with_feedback, served.passed, served.failed, served.mean_score = rated, passed, failed, mean
-    return found
 
 
 def _file_changes(before: dict[str, str], after: dict[str, str]) -> list[dict[str, str]]:

@@ -27,16 +27,11 @@ ones.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import threading
-from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from typing import Any
 
 from evals import BatchProgress, RunStore, suite_for
 from harnesses import load_harness
@@ -44,17 +39,27 @@ from harnesses.models import Model
 from optimizer import (
     GateConfig,
     GateProgress,
-    Objective,
-    OptimizeConfig,
     OptimizeResult,
     OptimizerEvent,
     git,
-    operator_names,
     optimize,
 )
 from worlds import AtollError
-from worlds.base import live_status, new_run_id, now_text, process_owner
+from worlds.base import new_run_id, now_text, process_owner
 
+from ._job_log import JobLog
+from ._job_models import (
+    FIRST_STAGE,
+    Job,
+    JobConflict,
+    JobError,
+    JobKind,
+    JobPlan,
+    JobStage,
+    JobStatus,
+    UnknownHarness,
+)
+from ._job_table import JobTable
 from ._publish import (
     ReleaseRefused,
     gate_candidate,
@@ -63,316 +68,15 @@ from ._publish import (
     release_harness,
     tag_release,
 )
-from ._records import FEEDBACK_TABLE, RECORDS_TABLE, RecordStore
+from ._records import RecordStore
 from ._releases import ReleaseChain, ReleaseError, StaleRelease
 from ._tasks import draft_tasks
 
 log = logging.getLogger(__name__)
 
-TABLE = "jobs"
-EVENT_LOG = 2000  # events kept per job for late subscribers; older ones are dropped
 KEPT_LOGS = 50  # finished jobs whose event log stays in memory
 CANCEL_WAIT_S = 30.0
 MAX_SKIPS = 50  # records a job lists as not drafted, with why
-HTTP_MAX_MINUTES = 240.0  # the bounds of a job started over HTTP (`JobRequestOptions`)
-HTTP_MAX_PROPOSALS = 100
-HTTP_MAX_SEEDS = 20
-HTTP_MAX_CONCURRENCY = 64
-
-JobKind = Literal["optimize", "gate", "evolve"]
-JobStatus = Literal["running", "held", "finished", "failed", "cancelled", "interrupted"]
-JobStage = Literal["draft", "optimize", "release", "done"]
-ReleasePolicy = Literal["auto", "hold"]
-FIRST_STAGE: dict[str, JobStage] = {"evolve": "draft", "optimize": "optimize", "gate": "release"}
-
-
-class JobError(AtollError):
-    """A job cannot be started, found, cancelled or approved as asked; `status` is the HTTP status to answer."""
-
-    status = 400
-    code = "invalid_job"
-
-
-class UnknownJob(JobError):
-    """No job has this id in the runs store."""
-
-    status = 404
-    code = "job_not_found"
-
-
-class UnknownHarness(JobError):
-    """The harness named is not one the service serves."""
-
-    status = 404
-    code = "harness_not_found"
-
-
-class JobConflict(JobError):
-    """The harness already has a running job, or the job is not in a state that allows what was asked."""
-
-    status = 409
-    code = "job_conflict"
-
-
-class _JobSettings(BaseModel):
-    """The options a recipe file and a `POST /jobs` request share (`JobOptions`, `JobRequestOptions`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    objective: Objective = Field(
-        "quality", description="quality, or cost, latency or tokens per episode with quality held."
-    )
-    operators: list[str] | None = Field(None, description="Operators to use (`optimizer.operator_names()`).")
-    proposer_model: str | None = Field(None, description="Enables the LLM proposer with this model.")
-    max_proposals: int = Field(4, ge=0)
-    max_minutes: float | None = Field(10.0, gt=0)
-    max_episodes: int | None = Field(None, ge=1)
-    max_model_calls: int | None = Field(None, ge=1)
-    max_cost_usd: float | None = Field(None, gt=0)
-    patience: int | None = Field(None, ge=1, description="Stop after this many rejections in a row.")
-    k: int = Field(1, ge=1, description="Seeds per val task in the optimizer's gate set.")
-    gate_k: int | None = Field(
-        None, ge=1, description="Seeds per task in the release gate; default each task's."
-    )
-    concurrency: int = Field(4, ge=1)
-    train_sample: int | None = Field(
-        None,
-        ge=1,
-        description="Train tasks the proposers learn from; None: all, so every draft is among them.",
-    )
-    seed: int = 0
-    release: ReleasePolicy = Field(
-        "auto", description="auto: publish what passes the gate; hold: keep it pending until approved."
-    )
-
-    @field_validator("operators")
-    @classmethod
-    def _known_operators(cls, names: list[str] | None) -> list[str] | None:
-        """Refused here, not when a job starts: a recipe with a misspelt operator fails at start-up."""
-        known = operator_names()
-        unknown = [name for name in names or [] if name not in known]
-        if unknown:
-            raise ValueError(f"unknown operator(s) {', '.join(unknown)}; operators: {', '.join(known)}")
-        return names
-
-
-class JobOptions(_JobSettings):
-    """How a job runs: what the optimizer improves, within which budget, on which suite, and what happens to a
-    version that passes the gate. A recipe's settings (the operator's own file); a `POST /jobs` request sets
-    fewer of them, within bounds (`JobRequestOptions`)."""
-
-    suite: Path | None = Field(
-        None,
-        description="The eval suite; default the harness's (`evals.suite_for`). Relative to the recipe file.",
-    )
-
-    @field_validator("suite")
-    @classmethod
-    def _from_the_file(cls, suite: Path | None, info: ValidationInfo) -> Path | None:
-        """A relative suite is relative to the recipe file that names it (its folder is the context's base)."""
-        base = (info.context or {}).get("base")
-        return (
-            Path(base) / suite
-            if suite is not None and base is not None and not suite.is_absolute()
-            else suite
-        )
-
-    def optimize_config(self, harness: Path, model: str | None) -> OptimizeConfig:
-        """The optimizer's settings for a job on the folder `harness`."""
-        return OptimizeConfig(
-            harness=harness,
-            suite=self.suite,
-            model=model,
-            proposer_model=self.proposer_model,
-            operators=self.operators,
-            objective=self.objective,
-            max_proposals=self.max_proposals,
-            max_minutes=self.max_minutes,
-            max_episodes=self.max_episodes,
-            max_model_calls=self.max_model_calls,
-            max_cost_usd=self.max_cost_usd,
-            patience=self.patience,
-            k=self.k,
-            concurrency=self.concurrency,
-            train_sample=self.train_sample,
-            seed=self.seed,
-        )
-
-
-class JobRequestOptions(_JobSettings):
-    """The `options` of `POST /jobs`: a job's options as anyone who can reach the server may set them.
-
-    A request runs code and spends model calls on the server's keys, so it gets less than a recipe file:
-    no `suite` (its graders are imported and drafts committed there: the job uses the recipe's suite, else
-    the served harness's), a time budget it must give and that is capped, capped proposals, seeds and
-    concurrency, and no proposer model but the recipe's (`job_options` checks that).
-    """
-
-    max_proposals: int = Field(4, ge=0, le=HTTP_MAX_PROPOSALS)
-    max_minutes: float = Field(
-        gt=0, le=HTTP_MAX_MINUTES, description=f"Required; at most {HTTP_MAX_MINUTES:g}."
-    )
-    k: int = Field(1, ge=1, le=HTTP_MAX_SEEDS, description="Seeds per val task in the optimizer's gate set.")
-    gate_k: int | None = Field(
-        None, ge=1, le=HTTP_MAX_SEEDS, description="Seeds per task in the release gate; default each task's."
-    )
-    concurrency: int = Field(4, ge=1, le=HTTP_MAX_CONCURRENCY)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_suite(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "suite" in data:
-            raise ValueError(
-                "suite: a job started over HTTP uses the recipe's suite, else the served harness's own; "
-                "name another in the recipe file"
-            )
-        return data
-
-    def job_options(self, planned: JobOptions | None) -> JobOptions:
-        """These options as a job's, beside `planned` (the recipe's options, if the harness has a recipe): its
-        suite, and its proposer model as the only one a request may name (JobError otherwise)."""
-        allowed = planned.proposer_model if planned is not None else None
-        if self.proposer_model is not None and self.proposer_model != allowed:
-            raise JobError(
-                "options.proposer_model: a job started over HTTP may use only the recipe's proposer model ("
-                + (repr(allowed) if allowed else "none here")
-                + "), not another one on the server's keys; name it in the recipe file"
-            )
-        return JobOptions.model_validate(
-            {**self.model_dump(), "suite": planned.suite if planned is not None else None}
-        )
-
-
-class JobPlan(BaseModel):
-    """What a job does: its kind and options. A recipe's `plan` returns one."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: JobKind
-    options: JobOptions = Field(default_factory=JobOptions)
-
-
-class JobRequest(BaseModel):
-    """The body of `POST /jobs`: without `kind`, the recipe's plan; without `options`, the recipe's (else the
-    defaults); `options` are bounded (`JobRequestOptions`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    harness: str = Field(description="The served harness's harness.yaml name.")
-    kind: JobKind | None = None
-    options: JobRequestOptions | None = None
-
-
-class Job(BaseModel):
-    """One job, as the runs store keeps it."""
-
-    id: str
-    harness: str
-    path: str = Field(description="The harness folder it works in.")
-    kind: JobKind
-    options: JobOptions
-    source: str = Field(description="`http`, or `recipe <module:Class>`.")
-    status: JobStatus
-    stage: JobStage = Field(description="Where it is, or where a resumed job picks up.")
-    outcome: str = Field("", description="One line: what it did (released 3, held, refused by the gate ...).")
-    optimization_id: str | None = Field(None, description="The optimizer run (`optimize show ID`).")
-    feedback_mark: str | None = Field(
-        None, description="An evolve job: when the newest negative feedback it was started on was posted."
-    )
-    result: dict[str, Any] = Field(
-        default_factory=dict, description="drafts, optimization, gate, release, pending: what each step gave."
-    )
-    error: str | None = None
-    created_at: str
-    updated_at: str
-    finished_at: str | None = None
-    owner: str | None = Field(
-        None, description="The process running it (host, pid), as the runs store records it."
-    )
-
-
-_COLUMNS: dict[str, type] = {
-    "id": str,
-    "harness": str,
-    "path": str,
-    "kind": str,
-    "options": str,  # JSON
-    "source": str,
-    "status": str,
-    "stage": str,
-    "outcome": str,
-    "optimization_id": str,
-    "feedback_mark": str,
-    "result": str,  # JSON
-    "error": str,
-    "created_at": str,
-    "updated_at": str,
-    "finished_at": str,
-    "owner": str,
-}
-
-
-def negative_feedback(store: RunStore, harness: str, after: str | None = None) -> tuple[int, str | None]:
-    """(how many records of `harness` got negative feedback, when the newest of it was posted), counting only
-    feedback posted after `after` (the store's timestamps, to the second) when given."""
-    (row,) = store.read(
-        f"SELECT COUNT(DISTINCT f.record_id), MAX(f.updated_at) FROM {FEEDBACK_TABLE} f "
-        f"JOIN {RECORDS_TABLE} r ON r.id = f.record_id "
-        "WHERE r.harness = ? AND f.passed = 0 AND (? IS NULL OR f.updated_at > ?)",
-        [harness, after, after],
-    )
-    return row[0], row[1]
-
-
-class _Log:
-    """A job's events in this process: a bounded history, and a wake-up for those following it live.
-    Events may come from a worker thread (a progress callback), so they are appended under a lock and
-    the followers are woken in the loop."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.events: deque[dict[str, Any]] = deque(maxlen=EVENT_LOG)
-        self.task: asyncio.Task[None] | None = None
-        self.cancelling = False  # cancelled by request (status cancelled), not by a stopping service
-        self.done = False
-        self._seq = 0
-        self._lock = threading.Lock()
-        self._changed = asyncio.Event()
-
-    def add(self, event: str, data: dict[str, Any]) -> None:
-        with self._lock:
-            self._seq += 1
-            self.events.append({"id": self._seq, "event": event, "data": data})
-        self.loop.call_soon_threadsafe(self._wake)
-
-    @property
-    def last(self) -> int:
-        """The id of the newest event so far."""
-        with self._lock:
-            return self._seq
-
-    def close(self) -> None:
-        self.done = True
-        self.loop.call_soon_threadsafe(self._wake)
-
-    def _wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
-
-    async def follow(self, after: int) -> AsyncIterator[dict[str, Any]]:
-        while True:
-            changed = self._changed  # taken before reading, so an event added meanwhile still wakes us
-            with self._lock:
-                new = [event for event in self.events if event["id"] > after]
-            for event in new:
-                after = event["id"]
-                yield event
-            if self.done and not new:
-                return
-            if not new:
-                await changed.wait()
-
-
 _TASKS: dict[str, asyncio.Task[None]] = {}  # job id -> the task running it, for every `Jobs` of this process
 
 
@@ -407,35 +111,26 @@ class Jobs:
         self.harnesses = dict(harnesses)
         self.model_name = model if isinstance(model, str) else None
         self.model = None if isinstance(model, str) else model
-        self._logs: dict[str, _Log] = {}
-        store.ensure_table(TABLE, _COLUMNS, pk="id")
-        with store.transaction() as db:
-            db[TABLE].create_index(["harness", "created_at"], if_not_exists=True)
-            db[TABLE].create_index(["status"], if_not_exists=True)
+        self.table = JobTable(store)
+        self._logs: dict[str, JobLog] = {}
 
     # -- reading ------------------------------------------------------------------------------------
 
     def get(self, job_id: str) -> Job:
-        rows = self._rows("id = ?", [job_id])
-        if not rows:
-            raise UnknownJob(f"no job {job_id!r}; GET /jobs lists them")
-        return rows[0]
+        return self.table.get(job_id)
 
     def list(self, *, harness: str | None = None, limit: int | None = 50) -> list[Job]:
         """Jobs, newest first."""
-        where, values = ("harness = ?", [harness]) if harness is not None else ("1", [])
-        suffix = f" LIMIT {int(limit)}" if limit is not None else ""
-        return self._rows(f"{where} ORDER BY created_at DESC, rowid DESC{suffix}", values)
+        return self.table.list(harness=harness, limit=limit)
 
     def running(self, harness: str) -> Job | None:
         """The job running for `harness` now (here, or in another process that is alive or cannot be told).
         Not a row left `running` by this process with no task running it (one whose end could not be saved)."""
-        rows = self._rows("harness = ? AND status = 'running' ORDER BY created_at DESC", [harness])
         here = process_owner()
         return next(
             (
                 job
-                for job in rows
+                for job in self.table.running(harness)
                 if job.status == "running"  # not those read as interrupted
                 and (job.owner != here or _runs_here(job.id))
             ),
@@ -444,14 +139,7 @@ class Jobs:
 
     def last(self, harness: str, kind: JobKind | None = None) -> Job | None:
         """The newest job of `harness` (of `kind`, when given)."""
-        where, values = "harness = ?", [harness]
-        if kind is not None:
-            where, values = where + " AND kind = ?", [*values, kind]
-        rows = self._rows(f"{where} ORDER BY created_at DESC, rowid DESC LIMIT 1", values)
-        return rows[0] if rows else None
-
-    def _rows(self, where: str, values: list[Any]) -> list[Job]:
-        return [_job(dict(row)) for row in self.store.read(f"SELECT * FROM {TABLE} WHERE {where}", values)]
+        return self.table.last(harness, kind)
 
     # -- starting, resuming, stopping -----------------------------------------------------------------
 
@@ -473,15 +161,15 @@ class Jobs:
             owner=process_owner(),
         )
         if plan.kind == "evolve":
-            job.feedback_mark = negative_feedback(self.store, harness)[1]
-        with self.store.transaction() as db:  # BEGIN IMMEDIATE: two services on one store cannot both start
+            job.feedback_mark = self.records.negative_feedback(harness).newest
+        with self.store.transaction():  # BEGIN IMMEDIATE: two services on one store cannot both start
             running = self.running(harness)
             if running is not None:
                 raise JobConflict(
                     f"job {running.id} ({running.kind}) is running for {harness}: one job per harness at a time; "
                     f"wait for it or POST /jobs/{running.id}/cancel"
                 )
-            db[TABLE].insert(_row(job))
+            self.table.insert(job)
         self._launch(job, resuming=False)
         return job
 
@@ -489,14 +177,14 @@ class Jobs:
         """Resume, from its stage, each served harness's newest job left `running` by a process that is gone
         or `interrupted` by a service that stopped; an older one of the same harness is cancelled, saying so."""
         resumed: list[Job] = []
-        for job in self._rows("status IN ('running', 'interrupted') ORDER BY created_at DESC", []):
+        for job in self.table.unfinished():
             if job.status != "interrupted" or job.harness not in self.harnesses or job.id in self._logs:
                 continue
             running = self.running(job.harness)  # a newer one resumed here, or one alive elsewhere
             if running is not None:
                 self._end(job, "cancelled", outcome=f"not resumed: job {running.id} of this harness runs")
                 continue
-            if not self._claim(job, str(self.harnesses[job.harness])):
+            if not self.table.claim(job, str(self.harnesses[job.harness])):
                 continue  # another service starting at the same time claimed it first
             self._launch(job, resuming=True)
             resumed.append(job)
@@ -552,7 +240,7 @@ class Jobs:
         return self.harnesses[harness]
 
     def _launch(self, job: Job, *, resuming: bool) -> None:
-        history = _Log(asyncio.get_running_loop())
+        history = JobLog(asyncio.get_running_loop())
         self._logs[job.id] = history
         for stale in [key for key, kept in self._logs.items() if kept.done][:-KEPT_LOGS]:
             del self._logs[stale]  # the oldest finished logs beyond KEPT_LOGS
@@ -585,7 +273,7 @@ class Jobs:
 
     # -- the run ----------------------------------------------------------------------------------------
 
-    async def _run(self, job: Job, live: _Log, *, resuming: bool) -> None:
+    async def _run(self, job: Job, live: JobLog, *, resuming: bool) -> None:
         path = Path(job.path)
         try:
             if not resuming:
@@ -633,7 +321,7 @@ class Jobs:
         }
         self._advance(job, "optimize")
 
-    async def _optimize(self, job: Job, path: Path, live: _Log) -> None:
+    async def _optimize(self, job: Job, path: Path, live: JobLog) -> None:
         def on_event(event: OptimizerEvent) -> None:
             if job.optimization_id is None:
                 job.optimization_id = event.status.run_id
@@ -661,7 +349,7 @@ class Jobs:
         else:
             self._advance(job, "release")
 
-    async def _release(self, job: Job, path: Path, live: _Log) -> None:
+    async def _release(self, job: Job, path: Path, live: JobLog) -> None:
         def on_progress(side: str, progress: BatchProgress) -> None:
             live.add("gate", {"side": side, "done": progress.done, "total": progress.total})
 
@@ -805,12 +493,7 @@ class Jobs:
         job.finished_at = now_text() if status != "interrupted" else None
         job.updated_at = now_text()
         try:
-            with self.store.transaction() as db:
-                db.execute(
-                    f"UPDATE {TABLE} SET status = ?, outcome = ?, error = ?, finished_at = ?, updated_at = ? "
-                    "WHERE id = ?",
-                    [job.status, job.outcome, job.error, job.finished_at, job.updated_at, job.id],
-                )
+            self.table.save_status(job)
         except Exception:  # the store itself fails: `running()` here ignores the row, as its task is gone
             log.exception("job %s: its status could not be saved either", job.id)
         live = self._logs.get(job.id)
@@ -818,45 +501,11 @@ class Jobs:
             with suppress(Exception):
                 live.add("job", job.model_dump(mode="json"))
 
-    def _claim(self, job: Job, path: str) -> bool:
-        """Take an interrupted job for this process by compare-and-swap: its row is read again inside the
-        write transaction and taken only if it still reads interrupted. Of two services starting at once,
-        one resumes it; the other finds it running."""
-        owner, claimed_at = process_owner(), now_text()
-        with self.store.transaction() as db:
-            rows = db.execute(f"SELECT status, owner FROM {TABLE} WHERE id = ?", [job.id]).fetchall()
-            if not rows or live_status({"status": rows[0][0], "owner": rows[0][1]}) != "interrupted":
-                return False
-            db.execute(
-                f"UPDATE {TABLE} SET status = 'running', owner = ?, error = NULL, path = ?, updated_at = ? "
-                "WHERE id = ?",
-                [owner, path, claimed_at, job.id],
-            )
-        job.status, job.owner, job.error, job.path, job.updated_at = "running", owner, None, path, claimed_at
-        return True
-
     def _save(self, job: Job) -> None:
-        job.updated_at = now_text()
-        with self.store.transaction() as db:
-            db[TABLE].upsert(_row(job), pk="id")
+        self.table.save(job)
         live = self._logs.get(job.id)
         if live is not None:
             live.add("job", job.model_dump(mode="json"))
-
-
-def _row(job: Job) -> dict[str, Any]:
-    row = job.model_dump(mode="json")
-    row["options"] = json.dumps(row["options"], sort_keys=True)
-    row["result"] = json.dumps(row["result"], sort_keys=True, default=str)
-    return row
-
-
-def _job(row: dict[str, Any]) -> Job:
-    values = {**row, "status": live_status(row)}  # `running` under a process that is gone: interrupted
-    values["options"] = json.loads(row["options"])
-    values["result"] = json.loads(row["result"] or "{}")
-    values["outcome"] = row["outcome"] or ""
-    return Job.model_validate(values)
 
 
 def _summary(result: OptimizeResult) -> dict[str, Any]:

@@ -18,8 +18,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._jobs import JobError, JobOptions, JobPlan, JobRequest, Jobs
-from ._recipes import RecipeLoop
+from ._job_models import JobError, JobOptions, JobPlan, JobRequest
+from ._jobs import Jobs
+from ._recipe_loop import RecipeLoop
 from ._wire import error_body
 
 MAX_LIST = 1000

@@ -476,6 +476,24 @@ class RecordSummary(BaseModel):
     feedback: list[Feedback] = Field(default_factory=list)
 
 
+class NegativeFeedback(BaseModel):
+    """Negative feedback on a harness's records: what starts an evolve job."""
+
+    records: int = Field(description="Records with negative feedback.")
+    newest: str | None = Field(description="When the newest of it was posted; None without any.")
+
+
+class ReleaseTraffic(BaseModel):
+    """What a release answered on the harness endpoint, from the records: the live side of its evidence."""
+
+    calls: int = 0
+    errors: int = 0
+    with_feedback: int = Field(0, description="Records that got feedback from any source.")
+    passed: int = Field(0, description="Feedback rows that said passed.")
+    failed: int = Field(0, description="Feedback rows that said not passed.")
+    mean_score: float | None = None
+
+
 class FeedbackIn(BaseModel):
     """One feedback post about one or more records.
 
@@ -1003,6 +1021,50 @@ class RecordStore:
         if full:
             return [_record(row, feedback[row["id"]]) for row in rows]
         return [RecordSummary.model_validate({**row, "feedback": feedback[row["id"]]}) for row in rows]
+
+    # -- counts: what the jobs, the recipes and the console read of the records --------------------------
+
+    def count(self, harness: str, *, since: str | None = None) -> int:
+        """The records of `harness` stored at or after `since` (the store's timestamps), or all."""
+        with self._reading() as conn:
+            return conn.execute(
+                f"SELECT COUNT(*) FROM {RECORDS_TABLE} WHERE harness = ? AND (? IS NULL OR created_at >= ?)",
+                [harness, since, since],
+            ).fetchone()[0]
+
+    def negative_feedback(self, harness: str, *, after: str | None = None) -> NegativeFeedback:
+        """How many records of `harness` got negative feedback, and when the newest of it was posted,
+        counting only feedback posted after `after` (the store's timestamps, to the second) when given."""
+        with self._reading() as conn:
+            count, newest = conn.execute(
+                f"SELECT COUNT(DISTINCT f.record_id), MAX(f.updated_at) FROM {FEEDBACK_TABLE} f "
+                f"JOIN {RECORDS_TABLE} r ON r.id = f.record_id "
+                "WHERE r.harness = ? AND f.passed = 0 AND (? IS NULL OR f.updated_at > ?)",
+                [harness, after, after],
+            ).fetchone()
+        return NegativeFeedback(records=count, newest=newest)
+
+    def traffic(self, harness: str) -> dict[int, ReleaseTraffic]:
+        """Per release number of `harness`, the calls its records hold and the feedback they got."""
+        found: dict[int, ReleaseTraffic] = {}
+        with self._reading() as conn:
+            for number, calls, errors in conn.execute(
+                f"SELECT release, COUNT(*), COUNT(error) FROM {RECORDS_TABLE} "
+                "WHERE harness = ? AND release IS NOT NULL GROUP BY release",
+                [harness],
+            ):
+                found[number] = ReleaseTraffic(calls=calls, errors=errors)
+            for number, rated, passed, failed, mean in conn.execute(
+                f"SELECT r.release, COUNT(DISTINCT f.record_id), COALESCE(SUM(f.passed = 1), 0), "
+                f"COALESCE(SUM(f.passed = 0), 0), AVG(f.score) FROM {FEEDBACK_TABLE} f "
+                f"JOIN {RECORDS_TABLE} r ON r.id = f.record_id "
+                "WHERE r.harness = ? AND r.release IS NOT NULL GROUP BY r.release",
+                [harness],
+            ):
+                found[number] = found.get(number, ReleaseTraffic()).model_copy(
+                    update={"with_feedback": rated, "passed": passed, "failed": failed, "mean_score": mean}
+                )
+        return found
 
 
 def _summarise_stored(conn: sqlite3.Connection) -> None:

@@ -128,6 +128,11 @@ class ReleaseChain:
             )
         return files
 
+    def lengths(self) -> dict[str, int]:
+        """Every harness with a release chain, by name, and how many releases it has."""
+        rows = self.store.read(f"SELECT harness, COUNT(*) FROM {TABLE} GROUP BY harness ORDER BY harness")
+        return {harness: count for harness, count in rows}
+
     def numbers(self, harness: str, below: int | None = None) -> list[int]:
         """The release numbers of `harness` (under `below` when given), newest first: read without parsing
         the rows, so a broken row cannot hide the good ones."""

@@ -15,8 +15,8 @@ from pydantic import BeforeValidator, Field
 
 from worlds import TIMESTAMP_FORMAT
 
-from ._jobs import JobPlan
-from ._recipes import RecipeSettings, ServiceState
+from ._job_models import JobPlan
+from ._recipe_loop import RecipeSettings, ServiceState
 
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 

@@ -27,7 +27,7 @@ def render_status(status: OptimizerStatus) -> RenderableType:
     grid.add_column()
     grid.add_row(
         "incumbent",
-        f"{_score(status.incumbent_score)} on the gate set (start {_score(status.start_score)}) · {status.incumbent_hash[:10]}",
+        f"{_score(status.incumbent_score)} on val (start {_score(status.start_score)}) · {status.incumbent_hash[:10]}",
     )
     grid.add_row(
         "proposal",

@@ -8,7 +8,7 @@ from pathlib import Path
 from evals import RunStore
 from optimizer import OptimizeConfig
 from optimizer._bandit import PAST_WEIGHT, Bandit, reward, tally
-from optimizer._records import Records
+from optimizer._optimizations import OptimizationStore
 
 
 def firsts(bandit: Bandit, draws: int = 400, seed: int = 0) -> dict[str, int]:
@@ -50,7 +50,7 @@ def test_the_order_repeats_for_a_seed_and_lists_every_proposer():
 
 def test_priors_come_from_past_runs_on_the_same_harness(tmp_path: Path):
     store = RunStore(tmp_path / "runs.sqlite")
-    records = Records(store)
+    records = OptimizationStore(store)
     for run_id, harness, verdicts in [
         ("opt-past", "desk", [("add_demo", "accept"), ("hide_tool", "screened_out"), ("none", "none")]),
         ("opt-other", "elsewhere", [("hide_tool", "accept")]),

@@ -19,7 +19,7 @@ from rich.console import Console
 from evals import RunStore
 from harnesses.models import ModelUnavailable, ScriptedModel
 from optimizer import Operator, OptimizeConfig, OptimizerError, OptimizerPaused, optimize
-from optimizer._records import Records
+from optimizer._optimizations import OptimizationStore
 from optimizer._screen import round_line
 from views.optimize import event_line, render_optimize_result
 from worlds.base import process_owner
@@ -106,9 +106,9 @@ def test_a_run_interrupted_at_any_stage_resumes_without_losing_or_repeating_a_co
 
 
 def test_a_crash_between_commit_and_record_does_not_commit_twice(workspace: Path, monkeypatch):
-    from optimizer import _records
+    from optimizer import _optimizations
 
-    original = _records.Records.save_step
+    original = _optimizations.OptimizationStore.save_step
     crashed = {"done": False}
 
     def crash_once(self, run_id, iteration, **values):
@@ -117,7 +117,7 @@ def test_a_crash_between_commit_and_record_does_not_commit_twice(workspace: Path
             raise KeyboardInterrupt
         return original(self, run_id, iteration, **values)
 
-    monkeypatch.setattr(_records.Records, "save_step", crash_once)
+    monkeypatch.setattr(_optimizations.OptimizationStore, "save_step", crash_once)
     with pytest.raises(KeyboardInterrupt):
         run(workspace)
     assert len(atoll_commits(workspace)) == 1
@@ -222,7 +222,7 @@ def test_resume_latest_means_the_newest_unfinished_run_not_the_newest_run(worksp
         run(workspace, on_event=interrupt)
     finished = run(workspace, max_proposals=0)
     store = RunStore(workspace.parent / "runs.sqlite")
-    records = Records(store)
+    records = OptimizationStore(store)
     interrupted = next(row["id"] for row in store.db["optimizations"].rows if row["id"] != finished.run_id)
     assert records.latest() == finished.run_id
     assert records.latest_unfinished() == interrupted
@@ -236,7 +236,7 @@ def test_resume_latest_means_the_newest_unfinished_run_not_the_newest_run(worksp
 def test_a_run_whose_process_was_killed_reads_interrupted_and_is_what_latest_resumes(workspace: Path):
     run(workspace, max_proposals=0)
     store = RunStore(workspace.parent / "runs.sqlite")
-    records = Records(store)
+    records = OptimizationStore(store)
     (row,) = store.db["optimizations"].rows
     dead = json.dumps({"host": socket.gethostname(), "pid": 2**22 + 1, "token": "gone"})
     store.db["optimizations"].update(row["id"], {"status": "running", "owner": dead})
@@ -298,7 +298,7 @@ def test_the_screen_drops_the_change_that_moved_nothing_and_races_the_helpful_on
     assert nothing.reasons[0].startswith("screen: changed no outcome in round 1")
     assert (helpful.operator, helpful.verdict) == ("helpful", "accept")
     store = RunStore(workspace.parent / "runs.sqlite")
-    screens = [json.loads(row["screen"]) for row in Records(store).steps(result.run_id)]
+    screens = [json.loads(row["screen"]) for row in OptimizationStore(store).proposal_rows(result.run_id)]
     store.close()
     assert [len(r["tasks"]) for r in screens[0]["rounds"]] == [2]  # one round, then dropped
     assert [r["seen"] for r in screens[1]["rounds"]] == [2, 4, 6]  # the whole train sample
@@ -329,7 +329,7 @@ def test_the_screen_lines_print_the_rounds_the_screen_size_makes_of_the_train_ta
 
     result = run(workspace, screen_size=screen_size, on_event=helpful_screen_lines)
 
-    assert lines == [*expected, "confirming on the gate set"]
+    assert lines == [*expected, "confirming on the val split"]
     assert result.steps[-1].verdict == "accept"
 
 
@@ -370,7 +370,9 @@ def test_a_run_resumed_mid_screen_reaches_the_same_decision_without_rerunning_it
             )
         )
         (screen,) = [
-            json.loads(r["screen"]) for r in Records(store).steps(result.run_id) if r["operator"] == "helpful"
+            json.loads(r["screen"])
+            for r in OptimizationStore(store).proposal_rows(result.run_id)
+            if r["operator"] == "helpful"
         ]
     finally:
         store.close()
@@ -386,7 +388,7 @@ def test_a_later_run_on_the_same_harness_starts_from_the_operators_past_record(w
     second = run(workspace, max_proposals=1)
 
     store = RunStore(workspace.parent / "runs.sqlite")
-    records = Records(store)
+    records = OptimizationStore(store)
     priors = {
         run_id: json.loads(records.run(run_id)["operator_priors"]) for run_id in (first.run_id, second.run_id)
     }

@@ -545,7 +545,7 @@ def test_of_two_services_starting_at_once_only_one_resumes_an_interrupted_job(
         seen = second.get(left.id)  # what the second service read, before the first resumed it
         assert seen.status == "interrupted"
         (resumed,) = await first.resume_interrupted()
-        monkeypatch.setattr(second, "_rows", lambda *_: [seen])  # it decides on what it read
+        monkeypatch.setattr(second.table, "unfinished", lambda: [seen])  # it decides on what it read
         monkeypatch.setattr(second, "running", lambda _: None)
         assert await second.resume_interrupted() == [], "claimed already: not resumed twice"
         await asyncio.wait_for(first._logs[resumed.id].task, timeout=20)

@@ -273,6 +273,7 @@ def test_the_chain_is_append_only(store: RunStore):
         "head",
         "get",
         "list",
+        "lengths",
         "numbers",
         "files",
         "publish",

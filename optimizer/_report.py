@@ -12,9 +12,9 @@ from pydantic import BaseModel
 from evals import RunStore, StoreError
 from harnesses.models import ModelUsage
 
+from ._compare import ReportError
 from ._config import FrontierPoint, OptimizeResult, StepRecord
-from ._records import Records
-from ._reports import ReportError
+from ._optimizations import OptimizationStore
 
 
 class TrajectoryPoint(BaseModel):
@@ -55,13 +55,13 @@ class RunReport(BaseModel):
 
 def load_run_report(store: RunStore, ref: str) -> RunReport:
     """The report of the optimization run `ref` names (an id, a unique part of one, or `latest`)."""
-    records = Records(store)
-    run_id = records.resolve(ref)
-    row = records.run(run_id) if run_id else None
+    optimizations = OptimizationStore(store)
+    run_id = optimizations.resolve(ref)
+    row = optimizations.run(run_id) if run_id else None
     if row is None:
         raise ReportError(f"{store.path}: no optimization run {ref!r}; run `optimize run HARNESS` first")
     result = OptimizeResult.model_validate_json(row["result"]) if row["result"] else None
-    proposals, trajectory = records.step_records(run_id), []
+    proposals, trajectory = optimizations.proposals(run_id), []
     for step in proposals:
         if step.p_value is None:  # never reached the gate
             continue
@@ -78,13 +78,7 @@ def load_run_report(store: RunStore, ref: str) -> RunReport:
     if start_score is not None:
         spend = result.val_spend_start if result else (trajectory[0].spend if trajectory else None)
         trajectory[:1] = [TrajectoryPoint(label="start", score=start_score, spend=spend)]
-    prefix = f"{run_id}-"
-    episodes, calls, prompt, completion, cost = store.read(  # this thread's connection, never the writer's
-        "SELECT COUNT(*), COALESCE(SUM(model_calls), 0), COALESCE(SUM(prompt_tokens), 0), "
-        "COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost), 0) "
-        "FROM episodes WHERE substr(run_id, 1, ?) = ?",
-        [len(prefix), prefix],
-    )[0]
+    spent = store.usage_of(f"{run_id}-")  # every evaluation of the run is a run `RUN-...`
     final_hash = row["incumbent_hash"] or row["start_hash"]
     return RunReport(
         id=run_id,
@@ -99,10 +93,8 @@ def load_run_report(store: RunStore, ref: str) -> RunReport:
         proposals=proposals,
         test_start=result.test_start if result else None,
         test_final=result.test_final if result else None,
-        episodes=episodes,
-        usage=ModelUsage(
-            model_calls=calls, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost
-        ),
+        episodes=spent.episodes,
+        usage=spent.usage,
         elapsed_s=result.elapsed_s if result else None,
         start_hash=row["start_hash"],
         final_hash=final_hash,

@@ -1,4 +1,4 @@
-"""Recipes: when the service improves a harness it serves, and how.
+"""The recipe loop: a recipe file loaded and checked, and asked about each served harness on a timer.
 
 A recipe file is YAML naming a recipe class (`module:Class`) and its settings:
 
@@ -32,11 +32,10 @@ from typing import Any, Protocol, runtime_checkable
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evals import RunStore
 from worlds import AtollError
 
-from ._jobs import Job, JobConflict, JobOptions, JobPlan, Jobs, negative_feedback
-from ._records import RECORDS_TABLE
+from ._job_models import Job, JobConflict, JobOptions, JobPlan
+from ._jobs import Jobs
 from ._releases import ReleaseChain
 
 log = logging.getLogger(__name__)
@@ -225,24 +224,19 @@ class RecipeLoop:
         return f"recipe {self.recipe.name}"
 
     def state(self, harness: str) -> ServiceState:
-        store: RunStore = self.jobs.store
+        records = self.jobs.records
         head = self.releases.head(harness)
         last = self.jobs.last(harness)
         evolved = self.jobs.last(harness, "evolve")
         # after the newest feedback the last evolve job saw (or, if it saw none, after it started)
         mark = (evolved.feedback_mark or evolved.created_at) if evolved else None
-        count, _ = negative_feedback(store, harness, mark)
         since = last.created_at if last else None
-        records = store.read(
-            f"SELECT COUNT(*) FROM {RECORDS_TABLE} WHERE harness = ? AND (? IS NULL OR created_at >= ?)",
-            [harness, since, since],
-        )[0][0]
         return ServiceState(
             harness=harness,
             path=self.jobs.harnesses[harness],
             head_release=head.number if head else None,
-            new_negative_feedback=count,
-            new_records=records,
+            new_negative_feedback=records.negative_feedback(harness, after=mark).records,
+            new_records=records.count(harness, since=since),
             last_job=last,
             started_at=self.started_at,
             now=datetime.now(UTC),

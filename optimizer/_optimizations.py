@@ -1,14 +1,18 @@
-"""The optimizer's tables in the runs store: one row per run, one per proposal.
+"""The optimizer's tables in the runs store: one row per optimization run (`optimizations`), one per
+proposal (`proposals`), and the reads other parts need of them.
 
 Every proposal is recorded before it is evaluated and again with its decision, and an
 accepted one is marked committed only after git says so, so a run killed at any point can
-be resumed without losing or repeating an accepted variant.
+be resumed without losing or repeating an accepted variant. Only this module writes or reads these
+tables: the console lists runs with `list_optimizations` and shows patches with `proposal_patches`.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from pydantic import BaseModel
 
 from evals import RunStore
 from worlds.base import live_status, now_text, process_owner
@@ -21,7 +25,7 @@ RUNS_TABLE = "optimizations"
 STEPS_TABLE = "proposals"
 
 
-class Records:
+class OptimizationStore:
     """Read and write the optimizer's rows; every write is one transaction."""
 
     def __init__(self, store: RunStore) -> None:
@@ -158,15 +162,50 @@ class Records:
         ).fetchall()
         return [(operator, verdict) for operator, verdict in rows]
 
-    def steps(self, run_id: str) -> list[dict[str, Any]]:
+    def proposal_rows(self, run_id: str) -> list[dict[str, Any]]:
         rows = self.store.read(
             f"SELECT * FROM {STEPS_TABLE} WHERE optimization_id = ? ORDER BY iteration", [run_id]
         )
         return [dict(row) for row in rows]
 
-    def step_records(self, run_id: str) -> list[StepRecord]:
+    def proposals(self, run_id: str) -> list[StepRecord]:
         """The run's proposals as records, in order."""
-        return [step_record(row) for row in self.steps(run_id)]
+        return [step_record(row) for row in self.proposal_rows(run_id)]
+
+
+class OptimizationSummary(BaseModel):
+    """One optimization run as a listing shows it: its status as a reader should see it (`live_status`)."""
+
+    id: str
+    harness: str
+    model: str
+    status: str
+    stop_reason: str | None
+    started_at: str
+    finished_at: str | None
+
+
+def list_optimizations(store: RunStore, *, limit: int = 100) -> list[OptimizationSummary]:
+    """The latest optimization runs first; none in a store no optimization has run against (read without
+    creating the tables, on this thread's own connection)."""
+    if not store.has_table(RUNS_TABLE):
+        return []
+    rows = store.read(
+        "SELECT id, harness, model, status, stop_reason, started_at, finished_at, owner "
+        f"FROM {RUNS_TABLE} ORDER BY started_at DESC, rowid DESC LIMIT ?",
+        [limit],
+    )
+    return [OptimizationSummary.model_validate(_with_live_status(dict(row))) for row in rows]
+
+
+def proposal_patches(store: RunStore, optimization_id: str) -> dict[int, str]:
+    """Each proposal's patch (unified diff of the harness files) by iteration; "" for one without."""
+    if not store.has_table(STEPS_TABLE):
+        return {}
+    rows = store.read(
+        f"SELECT iteration, patch FROM {STEPS_TABLE} WHERE optimization_id = ?", [optimization_id]
+    )
+    return {iteration: patch or "" for iteration, patch in rows}
 
 
 def step_record(row: dict[str, Any]) -> StepRecord:
@@ -227,5 +266,5 @@ def _skip_reasons(row: dict[str, Any]) -> list[str]:
 
 
 def _with_live_status(row: dict[str, Any]) -> dict[str, Any]:
-    """The row as a reader should see it (see `evals.live_status`)."""
+    """The row as a reader should see it (see `worlds.base.live_status`)."""
     return {**row, "status": live_status(row)}
