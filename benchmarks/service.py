@@ -1,7 +1,8 @@
 """What the harness endpoint adds to a model call: p50 and p99 latency at 1 and 50 concurrent clients.
 
-Two servers, each in processes of its own, answer `POST /v1/chat/completions` with the same zero-latency
-scripted model:
+Two servers, each in processes of its own, answer `POST /v1/chat/completions` with the same zero-latency,
+zero-cost model (`Canned`: one answer, built without reading the request, as a provider reads the prompt on its
+own machine; a scripted model that counts the prompt's words would charge Atoll's side for the longer prompt):
 
 - direct: a bare FastAPI route under uvicorn, one process, that hands the client's messages to the model
   and returns its answer in the OpenAI shape — the HTTP stack and the model call, nothing else;
@@ -12,7 +13,10 @@ scripted model:
 
 A client process sends the same opening request to each in turn (keep-alive connections, `--rounds`
 alternations so drift hits both alike) and prints the medians side by side; "added" is atoll minus
-direct. The issue's target (24, item 15): under 5 ms added at p50 with 50 clients.
+direct. The issue's target (24, item 15): under 5 ms added at p50 with 50 clients. With 50 clients a server
+is a queue, so its latency is mostly the CPU each request costs on the cores it shares with the client: the
+table also gives the CPU time each server's processes spent per request (from /proc, Linux only), a figure
+that other work on the machine disturbs far less than latency.
 
 Run: python benchmarks/service.py [--requests 400] [--rounds 2] [--workers 2]
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import socket
 import statistics
 import sys
@@ -38,7 +43,7 @@ from fastapi import FastAPI, Request  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from harnesses.models import ScriptedModel  # noqa: E402
+from harnesses.models import ModelParams, ModelResponse, Usage  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harnesses" / "support_agent"
@@ -48,19 +53,40 @@ REQUEST = {
 }
 
 
-def _reply(_: Any) -> str:
-    return "Your order is on its way."
+ANSWER = "Your order is on its way."
+
+
+class Canned:
+    """The model both servers call: the same answer to every request, at no cost; at module level, so it
+    pickles to the service's worker processes."""
+
+    name = "canned"
+
+    async def complete(
+        self,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None = None,
+        params: ModelParams | None = None,
+        sample: int = 0,
+    ) -> ModelResponse:
+        return ModelResponse(
+            model=self.name,
+            content=ANSWER,
+            finish_reason="stop",
+            usage=Usage(completion_tokens=6),
+            sample=sample,
+        )
 
 
 def _direct_app() -> Any:
-    model = ScriptedModel(fn=_reply)
+    model = Canned()
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> dict[str, Any]:
         body = await request.json()
         answer = await model.complete(body["messages"])
-        model.requests.clear()
         return {
             "id": "chatcmpl-direct",
             "object": "chat.completion",
@@ -79,16 +105,6 @@ def _direct_app() -> Any:
     return app
 
 
-class Forgetful(ScriptedModel):
-    """The scripted model, keeping no requests (a long benchmark would hold them all); at module level, so
-    it pickles to the service's worker processes."""
-
-    async def complete(self, *args: Any, **kwargs: Any) -> Any:
-        answer = await super().complete(*args, **kwargs)
-        self.requests.clear()
-        return answer
-
-
 def _serve(kind: str, port: int, store_path: str, workers: int) -> None:
     if kind == "direct":
         import uvicorn
@@ -104,7 +120,7 @@ def _serve(kind: str, port: int, store_path: str, workers: int) -> None:
         harnesses=[HARNESS],
         worlds=[],
         store=RunStore(store_path),
-        model=Forgetful(fn=_reply),
+        model=Canned(),
         workers=workers,
     )
 
@@ -126,11 +142,41 @@ def _wait_up(url: str) -> None:
     raise RuntimeError(f"the server at {url} did not come up")
 
 
+WARM_UP = 20  # requests on each client's connections before the timed ones
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system, all threads) that process `pid` and its descendants have used; None without
+    /proc (not Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used, children = {}, {}
+    try:
+        entries = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # the name in parentheses may hold spaces
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        used[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    if pid not in used:
+        return None
+    total, todo = 0.0, [pid]
+    while todo:
+        process = todo.pop()
+        total += used.get(process, 0.0)
+        todo += children.get(process, [])
+    return total
+
+
 async def _latencies(url: str, clients: int, requests: int) -> list[float]:
     """Seconds per request, `clients` at a time, after a warm-up."""
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
-        for _ in range(20):
+        for _ in range(WARM_UP):
             (await client.post("/v1/chat/completions", json=REQUEST)).raise_for_status()
         queue = iter(range(requests))
         seen: list[float] = []
@@ -158,25 +204,30 @@ def main() -> None:
     args = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="atoll-service-bench-") as scratch:
-        urls, servers = {}, []
+        urls, servers = {}, {}
         for kind in ("direct", "atoll"):
             port = _free_port()
             store = str(Path(scratch) / "runs.sqlite")
             server = context.Process(target=_serve, args=(kind, port, store, args.workers))
             server.start()
-            servers.append(server)
+            servers[kind] = server
             urls[kind] = f"http://127.0.0.1:{port}"
         try:
             for url in urls.values():
                 _wait_up(url)
             seen: dict[tuple[str, int], list[float]] = {}
+            cpu: dict[tuple[str, int], float] = {}  # server CPU seconds, summed over the rounds (with /proc)
             for _ in range(args.rounds):
                 for clients in (1, 50):
                     for kind, url in urls.items():
+                        before = _cpu_seconds(servers[kind].pid)
                         batch = asyncio.run(_latencies(url, clients, args.requests))
+                        after = _cpu_seconds(servers[kind].pid)
                         seen.setdefault((kind, clients), []).extend(batch)
+                        if before is not None and after is not None:
+                            cpu[kind, clients] = cpu.get((kind, clients), 0.0) + after - before
         finally:
-            for server in servers:
+            for server in servers.values():
                 server.terminate()
                 server.join()
     table = Table(
@@ -191,12 +242,16 @@ def main() -> None:
         "direct p99 ms",
         "atoll p99 ms",
         "added p99 ms",
+        "direct cpu ms/req",
+        "atoll cpu ms/req",
     ):
         table.add_column(column, justify="right")
+    served = (WARM_UP + args.requests) * args.rounds  # requests each server answered per row
     for clients in (1, 50):
         direct, atoll = seen[("direct", clients)], seen[("atoll", clients)]
         p50 = (statistics.median(direct) * 1000, statistics.median(atoll) * 1000)
         p99 = (_percentile(direct, 0.99) * 1000, _percentile(atoll, 0.99) * 1000)
+        used = [cpu.get((kind, clients)) for kind in ("direct", "atoll")]
         table.add_row(
             str(clients),
             f"{p50[0]:.2f}",
@@ -205,6 +260,7 @@ def main() -> None:
             f"{p99[0]:.2f}",
             f"{p99[1]:.2f}",
             f"{p99[1] - p99[0]:+.2f}",
+            *("-" if spent is None else f"{spent * 1000 / served:.2f}" for spent in used),
         )
     Console(width=160).print(table)
 

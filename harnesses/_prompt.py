@@ -8,6 +8,7 @@ and the runs store keeps each text once per hash.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -41,7 +42,18 @@ class PromptPart(BaseModel):
 def prompt_hash(parts: Sequence[PromptPart]) -> str:
     """sha256 of the messages in order, with their agent and kind: the same prompt hashes the same in
     every run, so episodes that were told the same thing can be found and the text kept once."""
-    payload = json.dumps([part.model_dump() for part in parts], ensure_ascii=False, sort_keys=True)
+    return _hash_of(tuple((part.agent, part.kind, part.text) for part in parts))
+
+
+@functools.lru_cache(maxsize=64)
+def _hash_of(parts: tuple[tuple[str, str, str], ...]) -> str:
+    """`prompt_hash` of (agent, kind, text) parts, kept for the prompts hashed lately: a served agent sends
+    the same prompt with every request, and encoding its text cost more than the rest of the turn."""
+    payload = json.dumps(
+        [{"agent": agent, "kind": kind, "text": text} for agent, kind, text in parts],
+        ensure_ascii=False,
+        sort_keys=True,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -83,14 +95,36 @@ def example_messages(
     """The messages that show an agent its demos after the prompt: for the text protocol the demos
     retrieved for a run opened by `opening` (its fixed demos are in the prompt); for the native
     protocol its fixed demos, then the retrieved ones, as earlier conversations of real tool calls.
-    Numbered after the fixed demos; `opening` None: none retrieved (they depend on the request)."""
+    Numbered after the fixed demos; `opening` None: none retrieved (they depend on the request).
+
+    They depend only on the demos, so they are built once per agent, protocol and retrieved demos (kept
+    in `harness.memo`); each call gets its own copies, which the caller may change."""
     config = harness.agent(agent)
-    retrieved = (
-        [harness.demos[d] for d in retrieved_demos(harness, agent, opening)] if opening is not None else []
-    )
-    if protocol.name == "text":
-        return protocol.example_messages(retrieved, first=len(config.demos) + 1)
-    return protocol.example_messages([*(harness.demos[d] for d in config.demos), *retrieved])
+    retrieved = tuple(retrieved_demos(harness, agent, opening)) if opening is not None else ()
+    key = ("examples", agent, protocol.name, retrieved)
+    messages = harness.memo.get(key)
+    if messages is None:
+        demos = [harness.demos[d] for d in retrieved]
+        if protocol.name == "text":
+            messages = protocol.example_messages(demos, first=len(config.demos) + 1)
+        else:
+            messages = protocol.example_messages([*(harness.demos[d] for d in config.demos), *demos])
+        harness.memo[key] = messages
+    return _copied(messages)
+
+
+def _copied(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with each message, tool call and function copied: what a protocol's example messages
+    hold besides strings, which cannot change."""
+    return [
+        {
+            **message,
+            "tool_calls": [{**call, "function": {**call["function"]}} for call in message["tool_calls"]],
+        }
+        if "tool_calls" in message
+        else {**message}
+        for message in messages
+    ]
 
 
 def sent_prompts(

@@ -144,9 +144,12 @@ async def next_message(
 
 
 def _forget_old_prompts(harness: Harness, keep: int = 32) -> None:
-    """A served harness renders at the wall clock and for every client's context, so the prompts it
-    memoizes would grow without end: past `keep`, they are dropped (tool specs and demo indexes stay)."""
-    rendered = [key for key in harness.memo if isinstance(key, tuple) and key[:1] == ("system",)]
+    """A served harness renders at the wall clock and for every client's context, and retrieves demos for
+    every opening, so the prompts and demo messages it memoizes would grow without end: past `keep`, they
+    are dropped (tool specs and demo indexes stay)."""
+    rendered = [
+        key for key in harness.memo if isinstance(key, tuple) and key[:1] in (("system",), ("examples",))
+    ]
     if len(rendered) > keep:
         for key in rendered:
             del harness.memo[key]
