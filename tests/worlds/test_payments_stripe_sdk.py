@@ -8,6 +8,7 @@ the SDK's own objects and exceptions, not raw JSON.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -16,12 +17,17 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import stripe  # a dev dependency: ImportError here is the loud failure the suite wants
-from conftest import free_port
 
 from worlds.payments.fixtures import fixed_id
 from worlds.payments.world import API_VERSION
 
 KEY = "sk_test_atoll"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
