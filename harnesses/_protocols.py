@@ -117,6 +117,26 @@ def choose_tools(params: ModelParams, tool_choice: str, has_tools: bool, called:
     return params
 
 
+def without_null_extras(calls: list[Call], specs: dict[str, ToolSpec]) -> list[Call]:
+    """The calls with null-valued arguments the tool does not take dropped: small models fill in the
+    optional fields of other tools with null (`"amount": null` on a lookup), which says nothing but
+    fails validation. Evaluation and serving both read calls through this."""
+    cleaned = []
+    for call in calls:
+        spec = specs.get(call.name)
+        taken = spec.parameters.get("properties", {}) if spec is not None else None
+        if taken is None or not call.arguments or call.error is not None:
+            cleaned.append(call)
+            continue
+        kept = {name: value for name, value in call.arguments.items() if value is not None or name in taken}
+        if len(kept) == len(call.arguments):
+            cleaned.append(call)
+            continue
+        raw = json.dumps(kept, ensure_ascii=False)
+        cleaned.append(Call(id=call.id, name=call.name, arguments=kept, raw=raw))
+    return cleaned
+
+
 def succeeded(turns: list[Turn]) -> bool:
     """Whether a tool result in `turns` is not an error: a call of the agent's has succeeded."""
     return any(isinstance(turn, ResultTurn) and not turn.content.startswith('{"error"') for turn in turns)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,7 @@ from ._protocols import (
     _one_line,
     choose_tools,
     error_json,
+    without_null_extras,
 )
 from ._tools import ToolSpec, tool_specs
 from ._user import ScriptedUser, UserSide
@@ -159,6 +161,7 @@ class _Run:
         self.called: set[str] = set()  # agents with a successful tool call, for tool_choice "first"
         self.failed: set[tuple[str, str]] = set()  # (agent, answer) that could not be read, never replayed
         self.resamples: dict[str, int] = {}  # per agent: answers sampled afresh after a repeated failure
+        self.failed_calls: Counter[tuple[str, str, str]] = Counter()  # since the last success
         self.started = time.perf_counter()
         self.now = instance.now().strftime(TIMESTAMP_FORMAT)
 
@@ -262,6 +265,7 @@ class _Run:
                 "latency_s": response.latency_s,
             }
             parsed = agent.protocol.parse(response, f"{name}_{self.usage.model_calls}")
+            parsed.calls = without_null_extras(parsed.calls, agent.specs)
             if parsed.error is not None:
                 message = parsed.error
                 if agent.guards.reply_nudge:
@@ -314,6 +318,16 @@ class _Run:
                         **cost,
                     )
                 return _Outcome(parsed.reply)
+            if parsed.calls and all(self.failed_calls[_call_key(name, call)] >= 2 for call in parsed.calls):
+                # Calls that failed twice already, asked for a third time: answered again, a small model
+                # at temperature 0 asks for them until the turn limit. Not run, not shown; the next
+                # answer is sampled afresh.
+                self.resamples[name] = self.resamples.get(name, 0) + 1
+                calls = ", ".join(call.name for call in parsed.calls)
+                self._event(
+                    "notice", name, content=f"{_REPEATED_FAILURE} ({calls}; resample {self.resamples[name]})"
+                )
+                continue
             if parsed.thought:
                 self._event("thought", name, content=parsed.thought, **cost)
                 cost = {}
@@ -413,6 +427,10 @@ class _Run:
         shown = spec.shown(result.value) if result.ok and spec is not None else result.value
         content = result.model_copy(update={"value": shown}).for_model()
         content = cut_observation(content, self.limits.observation_chars)
+        if result.ok:
+            self.failed_calls.clear()
+        elif call.arguments is not None and (error or {}).get("type") != "world_bug":
+            self.failed_calls[_call_key(agent.name, call)] += 1
         if result.ok and spec is not None and call.arguments is not None:
             wrote = spec.kind == "world" and bool(self.instance.log[-1].changes)
             self.memory.succeeded(agent.name, call.name, call.arguments, shown, wrote)
@@ -483,6 +501,11 @@ _RESAMPLE_TEMPERATURE = 0.7
 _RESAMPLE_STRIDE = (
     1_000_003  # a resample's sample index: far from the episode's own, and from other episodes'
 )
+
+
+def _call_key(agent: str, call: Call) -> tuple[str, str, str]:
+    """What makes two calls of an agent the same call: the tool and its arguments."""
+    return agent, call.name, json.dumps(call.arguments, sort_keys=True, default=str)
 
 
 def _resampled(params: ModelParams, sample: int, resample: int) -> tuple[ModelParams, int]:

@@ -37,6 +37,7 @@ from ._protocols import (
     UserTurn,
     choose_tools,
     succeeded,
+    without_null_extras,
 )
 from ._runtime import cut_observation, skill_result, tool_failure
 from ._tools import ToolSpec, tool_specs
@@ -107,6 +108,7 @@ async def next_message(
         )
         usage.add(response)
         parsed = protocol.parse(response, f"call_{secrets.token_hex(6)}")
+        parsed.calls = without_null_extras(parsed.calls, specs)
         if parsed.error is not None:
             last_error = parsed.error
             turns += [AssistantTurn(raw=parsed.raw), ErrorTurn(parsed.error)]

@@ -247,6 +247,34 @@ async def test_an_answer_that_repeats_a_failure_is_not_shown_again_and_the_next_
     assert len(notices) == 2 and all("repeated one that already failed" in n for n in notices)
 
 
+async def test_a_call_that_failed_twice_is_not_run_a_third_time_and_the_next_answer_is_sampled_afresh() -> (
+    None
+):
+    missing = call("get_customer", customer_id="C404")
+    model = ScriptedModel([missing, missing, missing, "Sorry, no customer C404."])
+
+    ep = await episode(toy("native"), model, "Who is C404?")
+
+    assert ep.reply == "Sorry, no customer C404."
+    assert len([e for e in ep.events if e.kind == "tool_call"]) == 2  # the third ask never ran
+    third, fourth = model.requests[2:]
+    assert third.messages == fourth.messages  # ...nor was it shown
+    assert (third.params.temperature, fourth.params.temperature) == (0.0, 0.7)
+    notices = [e.content for e in ep.events if e.kind == "notice"]
+    assert len(notices) == 1 and "get_customer" in notices[0]
+
+
+async def test_null_arguments_the_tool_does_not_take_are_dropped_not_refused() -> None:
+    model = ScriptedModel(
+        [call("get_customer", customer_id="C1", amount=None, reason=None), "C1 is Customer 1."]
+    )
+
+    ep = await episode(toy("native"), model, "Who is C1?")
+
+    (result,) = [e for e in ep.events if e.kind == "tool_result"]
+    assert result.ok and [c.arguments for c in ep.calls] == [{"customer_id": "C1"}]
+
+
 async def test_unknown_tools_and_bad_arguments_are_errors_the_agent_sees_not_crashes() -> None:
     model = ScriptedModel(
         [

@@ -68,6 +68,16 @@ def test_a_text_protocol_action_line_becomes_an_openai_tool_call_and_a_reply_its
     assert 'Observation: {"id": "ORD-1001", "status": "shipped"}' in transcript
 
 
+def test_null_arguments_the_tool_does_not_take_never_reach_the_client() -> None:
+    model = ScriptedModel(
+        responses=['Action: {"tool": "get_order", "args": {"order_id": "ORD-1001", "amount": null}}']
+    )
+
+    (call,) = ask(desk(), model, [{"role": "user", "content": "Where is ORD-1001?"}]).tool_calls
+
+    assert json.loads(call.arguments) == {"order_id": "ORD-1001"}
+
+
 def test_unusable_answers_and_unknown_tools_are_answered_inside_and_retried() -> None:
     model = ScriptedModel(
         responses=[
