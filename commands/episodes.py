@@ -117,6 +117,13 @@ def eval_(
         int | None, typer.Option("-k", help="Seeds per task (pass^k is reported); default each task's own.")
     ] = None,
     model: ModelOption = None,
+    user_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Model that plays the simulated users of tasks with a persona (the tau2 suites); default "
+            "the agent's model. A weaker simulated user changes every score."
+        ),
+    ] = None,
     concurrency: ConcurrencyOption = 8,
     resume: Annotated[
         str | None, typer.Option(help="Finish an interrupted eval run (id or `latest`).")
@@ -145,7 +152,12 @@ def eval_(
                 latest = resume in ("latest", "last")
                 run_id = store.latest_unfinished("eval") if latest else store.resolve(resume)
                 result = resume_run(
-                    run_id, store=store, concurrency=concurrency, on_progress=on_progress, executor=executor
+                    run_id,
+                    store=store,
+                    user_model=user_model,
+                    concurrency=concurrency,
+                    on_progress=on_progress,
+                    executor=executor,
                 )
             else:
                 suite = suite or suite_for(load_harness(harness))
@@ -154,6 +166,7 @@ def eval_(
                     harness,
                     suite,
                     model=model,
+                    user_model=user_model,
                     split=split,
                     k=k,
                     concurrency=concurrency,

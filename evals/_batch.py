@@ -230,12 +230,21 @@ def resolve_agent_model(model: Model | str | None, harness: Harness) -> Model:
     return get_model(name, cache=ResponseCache.default())
 
 
+def resolve_user_model(model: Model | str | None) -> Model | None:
+    """The model that plays simulated users: as given, built from a name (checked first, like the
+    agent's), or None for the agent's own model."""
+    if model is None or not isinstance(model, str):
+        return model
+    check_model(model)
+    return get_model(model, cache=ResponseCache.default())
+
+
 async def evaluate_batch(
     harness: Harness | str | Path,
     suite: Suite | str | Path,
     *,
     model: Model | str | None = None,
-    user_model: Model | None = None,
+    user_model: Model | str | None = None,
     split: str | None = None,
     tasks: Iterable[str] | None = None,
     seeds: list[int] | None = None,
@@ -254,7 +263,8 @@ async def evaluate_batch(
         harness: a Harness or its folder.
         suite: a Suite or its folder.
         model: the agent's model: a Model, a model name, or None for $ATOLL_MODEL / the harness default.
-        user_model: plays simulated users (tasks with a persona); default: the agent's model.
+        user_model: plays simulated users (tasks with a persona): a Model or a model name; default: the
+            agent's model.
         split, tasks: which tasks (default: all of them).
         seeds: run every task with these seeds instead of its own.
         k: run every task with exactly k seeds (see `Suite.seeds`); pass^k is reported.
@@ -283,6 +293,7 @@ async def evaluate_batch(
             f"tests world {suite.world.name!r}"
         )
     agent_model = resolve_agent_model(model, harness)
+    user_model = resolve_user_model(user_model)
     plan = plan_batch(suite, split=split, tasks=tasks, seeds=seeds, k=k)
     _solve_references(suite, plan)
 
@@ -466,15 +477,16 @@ async def resume_batch(
     *,
     store: RunStore,
     model: Model | None = None,
-    user_model: Model | None = None,
+    user_model: Model | str | None = None,
     concurrency: int | None = None,
     on_progress: OnProgress | None = None,
     executor: Executor | str | None = None,
 ) -> BatchResult:
     """Finish a stored run that was interrupted: same harness (from its snapshot), suite and selection.
 
-    `model` defaults to the run's model by name; pass the Model itself for one that has no name
-    the model layer can build (a ScriptedModel). The executor may differ from the run's first one.
+    `model` and `user_model` default to the run's models by name; pass the Model itself for one that
+    has no name the model layer can build (a ScriptedModel). The executor may differ from the run's
+    first one.
     """
     run = store.run(run_ref)
     config = run.config
@@ -485,7 +497,7 @@ async def resume_batch(
         harness,
         config["suite_path"],
         model=model if model is not None else run.model,
-        user_model=user_model,
+        user_model=user_model if user_model is not None else config.get("user_model"),
         split=config.get("split"),
         tasks=config.get("tasks"),
         seeds=config.get("seed_override"),

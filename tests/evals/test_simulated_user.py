@@ -93,3 +93,27 @@ def test_a_task_with_scripted_replies_gets_the_scripted_user(tmp_path: Path) -> 
     suite = load_suite(SUITE, world=world)
     user = user_for(suite.task("refund-damaged"), model=None, sample=0)
     assert isinstance(user, ScriptedUser) and user.opening.startswith("My order ORD-1")
+
+
+async def test_a_user_model_named_on_the_command_line_is_built_checked_and_plays_the_users(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import evals._batch as batch
+
+    root = tmp_path / "s"
+    (root / "tasks").mkdir(parents=True)
+    (root / "suite.yaml").write_text("name: s\nworld: minidesk.world\ndefault_seeds: [0]\n")
+    (root / "tasks" / "t.yaml").write_text(TASK)
+    customer = ScriptedModel(fn=lambda request: STOP_TOKEN, name="openai/customer-sim")
+    checked: list[str] = []
+    monkeypatch.setattr(batch, "check_model", checked.append)
+    monkeypatch.setattr(
+        batch, "get_model", lambda name, cache=None: customer if name == customer.name else None
+    )
+
+    result = await evaluate_batch(
+        harness(), load_suite(root, world=world), model=solver(), user_model=customer.name
+    )
+
+    assert checked == [customer.name]  # checked before any episode, like the agent's model
+    assert customer.requests and result.results[0].episode.events[0].kind == "user"
