@@ -88,6 +88,7 @@ def gate(
 
     Example: `optimize gate harnesses/support_agent --base main --junit gate.xml`
     """
+    given = dict(locals())  # the options as typer converted them (ctx.params: click's raw `()`)
     import asyncio
 
     from pydantic import ValidationError
@@ -98,7 +99,7 @@ def gate(
     from views.suite_check import power_warning
 
     try:  # the options are the gate's settings (`GateConfig`), and where its report goes
-        options = {name: value for name, value in ctx.params.items() if name not in GATE_ONLY}
+        options = {name: given[name] for name in ctx.params if name not in GATE_ONLY}
         config = GateConfig.model_validate({**options, "harness": harness_or_default(harness)})
     except ValidationError as error:
         fail(option_errors(error))

@@ -130,6 +130,7 @@ def run(
     Example: `optimize run harnesses/support_agent --max-proposals 6`
     or `optimize run harnesses/support_agent --objective tokens`
     """
+    given = dict(locals())  # the options as typer converted them (ctx.params: click's raw `()`)
     import asyncio
     import contextlib
 
@@ -147,7 +148,7 @@ def run(
     from views.suite_check import power_warning
 
     try:  # the options are the config's fields, spelt flat (`OptimizeConfig.from_options`)
-        options = {name: value for name, value in ctx.params.items() if name not in RUN_ONLY}
+        options = {name: given[name] for name in ctx.params if name not in RUN_ONLY}
         config = OptimizeConfig.from_options({**options, "harness": harness_or_default(harness)})
     except ValidationError as error:
         fail(option_errors(error))
