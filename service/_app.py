@@ -128,6 +128,10 @@ def create_service_app(
             headers={**headers, "cache-control": "no-cache"},
         )
 
+    # The route of every model call is matched first: the router tries the routes in order, and matching the
+    # worlds', console's and jobs' routes before it cost a tenth of the endpoint's time.
+    app.router.routes.insert(0, app.router.routes.pop())
+
     @app.get("/v1/harnesses/{name}/release")
     async def released(name: str) -> dict[str, Any]:
         """The files of the release served now, for clients that run their own loop."""

@@ -1,8 +1,9 @@
 """The harness endpoint: which harness version answers a request, the answer, and its record.
 
-Every request reads the harness's release head (one indexed SQLite read), so `optimize release` in
-another process switches what is served without a restart; a request keeps the harness it started
-with to the end. A harness with no release yet is served from its folder as loaded at start-up,
+Every request asks the store whether anything was committed since it last read the harness's release
+head (SQLite's `data_version`), and reads the head again when so, so `optimize release` in another
+process switches what is served without a restart; a request keeps the harness it started with to the
+end. A harness with no release yet is served from its folder as loaded at start-up,
 and its records say `release: None`. Loaded releases are kept by content hash, so a rollback to
 content served before costs no reload.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -111,6 +113,9 @@ class HarnessEndpoint:
         self._models: dict[str, Model] = {}
         # Per harness, the head refused (number, content hash) and the release served in its place.
         self._refused: dict[str, tuple[tuple[int, str], tuple[Harness, Release]]] = {}
+        # Per thread (each reads through a connection of its own, whose data_version only it can compare):
+        # harness -> (the connection's data_version when its head was read, the head).
+        self._heads = threading.local()
 
     def served_models(self) -> list[str]:
         """What `model` may name: each harness, then each agent of the version served now."""
@@ -127,7 +132,7 @@ class HarnessEndpoint:
         content hash, files this Atoll cannot load) is refused, logged once, and the newest release before
         it that can be served is served instead, until a good release is published or rolled back to."""
         try:
-            head = self.releases.head(name)
+            head = self._head(name)
         except ReleaseError as error:  # the head's row itself is broken
             return self._fallback(name, (self.releases.numbers(name)[0], ""), str(error))
         if head is None:
@@ -140,6 +145,21 @@ class HarnessEndpoint:
             return self._load(name, head), head
         except ReleaseError as error:
             return self._fallback(name, refused, str(error))
+
+    def _head(self, name: str) -> Release | None:
+        """The release head of `name`, read again only when a commit (by any connection or process) came
+        since this thread last read it: SQLite's `data_version` on this thread's connection says so, where
+        the read itself, after every batch of records stored, cost about 0.1 ms of the endpoint's core."""
+        (version,) = self.releases.store.read("PRAGMA data_version")[0]
+        heads: dict[str, tuple[int, Release | None]] = vars(self._heads)  # this thread's own
+        kept = heads.get(name)
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        head = self.releases.head(
+            name
+        )  # a commit between the two reads only makes the next request read again
+        heads[name] = (version, head)
+        return head
 
     def _load(self, name: str, release: Release) -> Harness:
         """A release's harness, loaded once per content hash (its files checked against the hash)."""

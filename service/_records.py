@@ -197,6 +197,9 @@ _PHONE = re.compile(
     r"(?![\w:-]|\.\d)"
 )
 _AT = re.compile("[@\uff20\ufe6b]")  # no email without one: most text is passed over in one scan
+# Every redactor's match holds a digit or an at sign: a string with neither (most keys, roles, much prose) is
+# passed over in one scan, not three.
+_SENSITIVE = re.compile(r"[\d@\uff20\ufe6b]")
 _CARD_SEPARATORS = str.maketrans("", "", " ./-")
 _DOUBLED = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9]  # a digit doubled, its digits summed (Luhn)
 
@@ -228,6 +231,8 @@ _ENVELOPE = frozenset({"id", "object", "created", "model", "system_fingerprint",
 
 def redact_text(text: str, redactors: Iterable[str]) -> str:
     """`text` with every match of the named built-in redactors replaced (`[email]`, `[phone]`, `[card]`)."""
+    if not _SENSITIVE.search(text):
+        return text
     chosen = set(redactors)
     for name, redactor in _REDACTORS.items():
         if name in chosen:
@@ -240,6 +245,8 @@ def _redact_number(value: int | float, redactors: list[str]) -> int | float | st
     (`"cc": 5500005555555559` is a card however it was sent)."""
     whole = isinstance(value, int) or (value.is_integer() and abs(value) < 1e19)
     text = str(int(value)) if whole else repr(value)
+    if len(text) < 9:  # too few digits for a phone number (9, or 7 after a `+` no number has) or a card (13)
+        return value
     redacted = redact_text(text, redactors)
     return value if redacted == text else redacted
 
@@ -312,15 +319,29 @@ def normalise_message(message: Any) -> dict[str, Any]:
     return found
 
 
-def _prefix_hashes(messages: list[Any]) -> Iterator[tuple[int, str]]:
-    """(length, hash) of each prefix of `messages`, one sha256 fed message by message."""
+def _hash_line(message: Any) -> bytes:
+    """What a message adds to a conversation's hash: its normalised form, one line of JSON."""
+    line = json.dumps(normalise_message(message), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return line.encode() + b"\n"
+
+
+def _conversation_hashes(
+    request: dict[str, Any], response: dict[str, Any] | None
+) -> tuple[list[str], str | None]:
+    """A call's conversation hashes, one sha256 fed message by message: those of the prefixes a continued
+    conversation could share with an earlier call (ending in an assistant message, longest first), and the
+    thread hash (the messages + the answer; None without an answer, since nothing can continue a call that
+    failed)."""
     digest = hashlib.sha256()
-    for index, message in enumerate(messages):
-        line = json.dumps(
-            normalise_message(message), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-        )
-        digest.update(line.encode() + b"\n")
-        yield index + 1, digest.copy().hexdigest()[:32]
+    prefixes = []
+    for message in _messages(request):
+        digest.update(_hash_line(message))
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            prefixes.append(digest.copy().hexdigest()[:32])
+    answer = _answer(response)
+    if answer is not None:
+        digest.update(_hash_line(answer))
+    return prefixes[::-1][:MAX_PREFIXES], None if answer is None else digest.hexdigest()[:32]
 
 
 def _messages(request: dict[str, Any]) -> list[Any]:
@@ -335,28 +356,6 @@ def _answer(response: dict[str, Any] | None) -> dict[str, Any] | None:
         message = choices[0].get("message")
         return message if isinstance(message, dict) else None
     return None
-
-
-def _thread_hash(request: dict[str, Any], response: dict[str, Any] | None) -> str | None:
-    """The hash of the conversation once this call was answered (its messages + the answer); None
-    without an answer, since nothing can continue a call that failed."""
-    answer = _answer(response)
-    if answer is None:
-        return None
-    *_, (_, last) = _prefix_hashes([*_messages(request), answer])
-    return last
-
-
-def _continuation_hashes(request: dict[str, Any]) -> list[str]:
-    """The hashes of the prefixes a continued conversation could share with an earlier call: those that end
-    in an assistant message, longest first."""
-    messages = _messages(request)
-    found = [
-        digest
-        for length, digest in _prefix_hashes(messages)
-        if isinstance(messages[length - 1], dict) and messages[length - 1].get("role") == "assistant"
-    ]
-    return found[::-1][:MAX_PREFIXES]
 
 
 # -- summaries --------------------------------------------------------------------------------------------
@@ -724,12 +723,13 @@ class RecordStore:
         """The row `record` is stored as, its session found through `query` when the client gave none."""
         request, response, error, given = redacted
         values = record.model_dump(exclude={"request", "response", "error", "session"})
+        prefixes, thread = _conversation_hashes(request, response)
         return {
             **values,
             "id": _new_id("rec"),
             "created_at": _stamp(_now()),
-            "session": given or self._session_of(query, request),
-            "thread": _thread_hash(request, response),
+            "session": given or self._session_of(query, prefixes),
+            "thread": thread,
             "request": json.dumps(request, ensure_ascii=False),
             "response": None if response is None else json.dumps(response, ensure_ascii=False),
             "error": error,
@@ -772,10 +772,10 @@ class RecordStore:
             )
         return result
 
-    def _session_of(self, query: _Query, request: dict[str, Any]) -> str:
-        """The one session that holds the longest stored (or journaled here) prefix of this conversation; a
-        new one when no prefix is held or the longest is held by several sessions (whose, nobody can tell)."""
-        prefixes = _continuation_hashes(request)
+    def _session_of(self, query: _Query, prefixes: list[str]) -> str:
+        """The one session that holds the longest stored (or journaled here) of a conversation's `prefixes`
+        (hashes, longest first); a new one when none is held or the longest is held by several sessions
+        (whose, nobody can tell)."""
         if prefixes:
             found = {
                 thread: (count, session)
