@@ -86,6 +86,11 @@ class CallMemory:
         self._seen: dict[tuple[str, str, str], Any] = {}
         self._failed: dict[tuple[str, str, str], Any] = {}
 
+    def copy(self) -> CallMemory:
+        copied = CallMemory()
+        copied._seen, copied._failed = dict(self._seen), dict(self._failed)
+        return copied
+
     @staticmethod
     def _key(agent: str, tool: str, arguments: dict[str, Any]) -> tuple[str, str, str]:
         return agent, tool, json.dumps(arguments, sort_keys=True, default=str)

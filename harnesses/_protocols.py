@@ -111,7 +111,7 @@ def demo_turns(demo: Demo, n: int = 1) -> list[Turn]:
 
 def choose_tools(params: ModelParams, tool_choice: str, has_tools: bool, called: bool) -> ModelParams:
     """The agent's sampling with its `tool_choice` applied: a call is required (`required`, or `first`
-    until one of its calls has succeeded, `called`); the one rule evaluation and serving both follow."""
+    until one of its calls has succeeded or it delegated, `called`)."""
     if has_tools and (tool_choice == "required" or (tool_choice == "first" and not called)):
         return params.model_copy(update={"tool_choice": "required"})
     return params
@@ -135,11 +135,6 @@ def without_null_extras(calls: list[Call], specs: dict[str, ToolSpec]) -> list[C
         raw = json.dumps(kept, ensure_ascii=False)
         cleaned.append(Call(id=call.id, name=call.name, arguments=kept, raw=raw))
     return cleaned
-
-
-def succeeded(turns: list[Turn]) -> bool:
-    """Whether a tool result in `turns` is not an error: a call of the agent's has succeeded."""
-    return any(isinstance(turn, ResultTurn) and not turn.content.startswith('{"error"') for turn in turns)
 
 
 def _compact(value: Any) -> str:

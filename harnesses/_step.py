@@ -1,49 +1,61 @@
 """One served answer: an agent's next message in a conversation whose tools someone else runs.
 
-Behind an OpenAI-compatible endpoint the client owns the loop: it sends the conversation so far
-(its own messages, the agent's earlier answers and the tool results it got by running the calls),
-and wants the agent's next message. `next_message` renders the agent's prompt, demos and tools exactly as
-the runtime does, reads the client's messages into the runtime's turns (tool results shaped as
-tools.yaml says: projected fields, `observation_chars`), asks the model in the agent's protocol, and
-returns a reply or world tool calls. What only Atoll can answer stays inside: `load_skill` is run
-here, and a call to an unknown tool or with unreadable arguments is answered with the same error
-the runtime gives, so the model retries and the client only ever sees calls it can run. A
-delegation (`delegate_to_<agent>`) is a call the client runs by asking the sub-agent (served as
-`<harness>/<agent>`).
+Behind an OpenAI-compatible endpoint the client owns the loop: it sends the conversation so far (its
+own messages, the agent's earlier answers and the results it got by running the calls) and wants the
+agent's next message. `next_message` takes the same turn the eval runtime takes (`harnesses/_turn.py`:
+prompt, demos, tools, sampling, guards, call parsing, the answers only Atoll gives, result shaping), and
+returns a reply or the world calls for the client to run; `load_skill`, an unknown tool, unreadable
+arguments and a guard's refusal are answered here, so the model tries again and the client only ever
+sees calls it can run. A delegation (`delegate_to_<agent>`) is a call the client runs by asking the
+sub-agent (served as `<harness>/<agent>`).
+
+What the guards know (calls that succeeded or failed, and with which result; whether the agent looked
+anything up; how many turns it took) is rebuilt from the client's messages. What happened inside an
+earlier answer leaves nothing in them (an unreadable answer and its error, a refused call, a skill
+loaded, a reply held back, a resample), so this process remembers it with its answer, keyed by the
+conversation up to that answer, and puts it back where the client's messages continue that
+conversation: the model is sent what the eval runtime would have sent it. Another process, or one
+restarted, knows only the client's messages.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
+from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from worlds import TIMESTAMP_FORMAT, ToolResult
+from worlds import TIMESTAMP_FORMAT
 
 from ._files import HarnessError
 from ._harness import Harness
-from ._prompt import example_messages, prompt_hash, sent_prompts, system_prompt
-from ._protocols import (
-    PROTOCOLS,
-    AssistantTurn,
-    Call,
-    ErrorTurn,
-    ResultTurn,
-    Turn,
-    UserTurn,
-    choose_tools,
-    succeeded,
-    without_null_extras,
+from ._prompt import prompt_hash
+from ._protocols import AssistantTurn, Call, ResultTurn, Turn, UserTurn
+from ._tools import ToolSpec
+from ._turn import (
+    Agent,
+    Memory,
+    ModelFailed,
+    Note,
+    Observed,
+    answer_inside,
+    delegated_request,
+    observe,
+    observe_text,
+    prepare_agent,
+    take_turn,
 )
-from ._runtime import cut_observation, skill_result, tool_failure
-from ._tools import ToolSpec, tool_specs
 from .models import Model, ModelUsage, ToolCall
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
+KEPT_CONVERSATIONS = 1024  # per served harness version: the answers whose inside turns are remembered
+_CONVERSATIONS = "served conversations"  # their key in `harness.memo`
 
 
 class ConversationError(HarnessError):
@@ -88,61 +100,205 @@ async def next_message(
     """
     if agent not in harness.agents:
         raise ConversationError(f"{harness.name} has no agent {agent!r}; agents: {', '.join(harness.agents)}")
-    protocol = PROTOCOLS[harness.protocol_for(agent, model.name)]
-    specs = {spec.name: spec for spec in tool_specs(harness, agent)}
-    turns, instructions = read_conversation(messages, specs, harness.config.limits.observation_chars)
-    opening = next((turn.text for turn in turns if isinstance(turn, UserTurn)), None)
+    visible, instructions = read_conversation(messages)
     _forget_old_prompts(harness)
-    system = system_prompt(harness, agent, protocol, context or {}, now.strftime(TIMESTAMP_FORMAT))
-    if instructions:
-        system = f"{system.rstrip()}\n\n{instructions}\n"
-    examples = example_messages(harness, agent, protocol, opening or None)
-    sent = prompt_hash(sent_prompts(agent, protocol, system, examples))
-    sampling = protocol.params(harness.params_for(agent).model_copy(update=dict(params or {})))
-    tools = protocol.tools(list(specs.values()))
+    limits = harness.config.limits
+    served = prepare_agent(
+        harness,
+        agent,
+        model,
+        task=context or {},
+        now=now.strftime(TIMESTAMP_FORMAT),
+        opening=next(turn.text for turn in visible if isinstance(turn, UserTurn)),
+        turn_limit=limits.turns,
+        instructions=instructions,
+        params=params,
+    )
+    thread = _Thread(served, context or {}, instructions, visible)
+    turns, memory = thread.resume()
+    sent = prompt_hash(served.prompts)
     usage, last_error = ModelUsage(), "no answer"
-    for _ in range(harness.config.limits.turns):
-        choice = choose_tools(sampling, harness.agent(agent).tool_choice, bool(tools), succeeded(turns))
-        response = await model.complete(
-            protocol.messages(system, turns, examples), tools=tools, params=choice
-        )
-        usage.add(response)
-        parsed = protocol.parse(response, f"call_{secrets.token_hex(6)}")
-        parsed.calls = without_null_extras(parsed.calls, specs)
-        if parsed.error is not None:
-            last_error = parsed.error
-            turns += [AssistantTurn(raw=parsed.raw), ErrorTurn(parsed.error)]
-            continue
-        if parsed.reply is not None:
-            return StepAnswer(
-                content=parsed.reply,
-                finish_reason="stop",
-                model=response.model,
-                usage=usage,
-                prompt_hash=sent,
-                model_calls=usage.model_calls,
+    for _ in range(limits.turns):
+        try:
+            step = await take_turn(
+                served, turns, memory, sample=0, call_id=f"call_{secrets.token_hex(6)}", emit=_untold
             )
-        inside = [(call, _answered_here(harness, agent, specs.get(call.name), call)) for call in parsed.calls]
-        answered = [(call, result) for call, result in inside if result is not None]
-        if len(answered) == len(inside):  # nothing for the client to run yet
-            turns.append(AssistantTurn(text=parsed.thought, calls=parsed.calls))
-            turns += [ResultTurn(call.id, call.name, result.for_model()) for call, result in answered]
-            last_error = "; ".join(r.error.message for _, r in answered if r.error) or last_error
+        except ModelFailed as failed:
+            raise failed.cause from None
+        usage.add(step.response)
+        answer = {"model": step.response.model, "usage": usage, "prompt_hash": sent}
+        if step.reply is not None:
+            thread.remember(AssistantTurn(text=step.reply), _Answered(list(turns), memory.copy()))
+            return StepAnswer(
+                content=step.reply, finish_reason="stop", model_calls=usage.model_calls, **answer
+            )
+        before = memory.copy()  # what the guards knew before this answer's results, for the next request
+        inside, runnable = _answer_inside(served, memory, step.calls)
+        if not runnable:  # nothing for the client to run yet
+            turns += [ResultTurn(call.id, call.name, inside[call.id].content) for call in step.calls]
+            problems = [str(seen.error.get("message")) for seen in inside.values() if seen.error]
+            last_error = "; ".join(problems) or step.problem or last_error
             continue
-        runnable = [call for call, result in inside if result is None]
+        answered = _Answered(list(turns), before, step.calls, inside)
+        thread.remember(AssistantTurn(text=step.thought, calls=runnable), answered)
         return StepAnswer(
-            content=parsed.thought,
+            content=step.thought,
             tool_calls=[ToolCall(id=call.id, name=call.name, arguments=call.raw) for call in runnable],
             finish_reason="tool_calls",
-            model=response.model,
-            usage=usage,
-            prompt_hash=sent,
             model_calls=usage.model_calls,
+            **answer,
         )
     raise UnusableAnswer(
-        f"{model.name} gave no usable answer in {harness.config.limits.turns} tries "
+        f"{model.name} gave no usable answer in {limits.turns} tries "
         f"(the agent's limits.turns); the last problem: {last_error}"
     )
+
+
+def _untold(note: Note) -> None:
+    """A served turn keeps no transcript: its record holds the request and the answer."""
+
+
+def _answer_inside(agent: Agent, memory: Memory, calls: list[Call]) -> tuple[dict[str, Observed], list[Call]]:
+    """The results Atoll gives calls itself, by id, and the calls left for the client to run. Each call is
+    checked after the results before it, as the runtime checks them, up to the first the client runs:
+    its result is not known yet, so later calls of the same answer are checked without it."""
+    inside: dict[str, Observed] = {}
+    runnable: list[Call] = []
+    for call in calls:
+        result = answer_inside(agent, memory, call)
+        if result is None:
+            runnable.append(call)
+            continue
+        spec = agent.specs.get(call.name)
+        inside[call.id] = seen = observe(spec, result, agent.harness.config.limits.observation_chars)
+        if not runnable:
+            memory.record(agent.name, spec, call, seen, wrote=False)
+    return inside, runnable
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """What a served answer leaves that the client's messages do not carry."""
+
+    turns: list[Turn]  # the conversation as the model saw it, up to and including the answer
+    memory: Memory  # what the guards knew then, before the results of the answer's calls
+    calls: list[Call] = field(default_factory=list)  # the answer's every call, in order
+    inside: dict[str, Observed] = field(default_factory=dict)  # the results Atoll gave them, by call id
+
+
+class _Thread:
+    """One served conversation: its turns and guard memory rebuilt from the client's messages and from
+    what this process remembers of its own answers in them (see the module docstring)."""
+
+    def __init__(
+        self, agent: Agent, context: Mapping[str, Any], instructions: str, visible: list[Turn]
+    ) -> None:
+        self.agent, self.visible = agent, visible
+        self.kept: OrderedDict[str, _Answered] = agent.harness.memo.setdefault(_CONVERSATIONS, OrderedDict())
+        base = [agent.name, json.dumps(dict(context), sort_keys=True, default=str), instructions]
+        self.hash = hashlib.sha256(json.dumps(base, ensure_ascii=False).encode())
+        self.answers: list[tuple[int, str]] = []  # (turns up to an earlier answer, their key)
+        for i, turn in enumerate(visible):
+            self.hash.update(_canonical(turn))
+            if isinstance(turn, AssistantTurn):
+                self.answers.append((i + 1, self.hash.hexdigest()))
+
+    def resume(self) -> tuple[list[Turn], Memory]:
+        """The turns the model is shown next and what the guards know: from the latest answer in the
+        client's messages that this process gave, if any, then the client's messages after it."""
+        for end, key in reversed(self.answers):
+            answered = self.kept.get(key)
+            if answered is not None:
+                self.kept.move_to_end(key)
+                turns, memory = list(answered.turns), answered.memory.copy()
+                self._replay(self.visible[end:], turns, memory, answered)
+                return turns, memory
+        turns, memory = [], Memory()
+        self._replay(self.visible, turns, memory, None)
+        return turns, memory
+
+    def remember(self, answer: AssistantTurn, answered: _Answered) -> None:
+        """Keep what an answer leaves behind, under the conversation the client will send back with it
+        (`answer`, the agent's message as the client sees it)."""
+        final = self.hash.copy()
+        final.update(_canonical(answer))
+        self.kept[final.hexdigest()] = answered
+        while len(self.kept) > KEPT_CONVERSATIONS:
+            self.kept.popitem(last=False)
+
+    def _replay(
+        self, rest: list[Turn], turns: list[Turn], memory: Memory, answered: _Answered | None
+    ) -> None:
+        """`rest` of the client's messages added to `turns`, and what the guards learn from them to
+        `memory`."""
+        calls = {
+            call.id: call for turn in self.visible if isinstance(turn, AssistantTurn) for call in turn.calls
+        }
+        if answered is not None and answered.inside:
+            # The answer's results in the order of its calls, as the runtime adds them: Atoll's own and
+            # the client's (which come first in `rest`).
+            given = len(rest) - len(_after_results(rest))
+            sent = {turn.call_id: turn for turn in rest[:given] if isinstance(turn, ResultTurn)}
+            for call in answered.calls:
+                if call.id in answered.inside:
+                    self._settle(turns, memory, call, answered.inside[call.id])
+                elif call.id in sent:
+                    self._settle(turns, memory, call, self._observed(call, sent.pop(call.id).content))
+            rest = [*sent.values(), *rest[given:]]
+        for turn in rest:
+            if isinstance(turn, ResultTurn):
+                call = calls[turn.call_id]
+                self._settle(turns, memory, call, self._observed(call, turn.content))
+                continue
+            if isinstance(turn, AssistantTurn):  # one of the agent's answers: a turn it took
+                memory.model_calls += 1
+                if turn.calls:
+                    memory.looked.add(self.agent.name)
+            turns.append(turn)
+
+    def _observed(self, call: Call, content: str) -> Observed:
+        """A result the client ran, as the agent reads it; a delegation's answer reads as the runtime's."""
+        spec = self.agent.specs.get(call.name)
+        if delegated_request(spec, call) is not None:
+            return Observed(json.dumps({"answer": content}, ensure_ascii=False), True)
+        return observe_text(spec, content, self.agent.harness.config.limits.observation_chars)
+
+    def _settle(self, turns: list[Turn], memory: Memory, call: Call, seen: Observed) -> None:
+        """A call's result added to the conversation, and to what the guards know."""
+        spec = self.agent.specs.get(call.name)
+        if delegated_request(spec, call) is not None:
+            memory.delegated(self.agent.name)
+        else:
+            memory.record(self.agent.name, spec, call, seen, wrote=_wrote(self.agent, spec, seen))
+        turns.append(ResultTurn(call.id, call.name, seen.content))
+
+
+def _wrote(agent: Agent, spec: ToolSpec | None, seen: Observed) -> bool:
+    """Whether a call the client ran changed its world, as far as Atoll can tell: a write tool succeeded."""
+    if not seen.ok or spec is None or spec.kind != "world":
+        return False
+    tool = agent.harness.world.tools.get(spec.name)
+    return bool(tool is not None and tool.writes)
+
+
+def _after_results(turns: list[Turn]) -> list[Turn]:
+    """`turns` from the first that is not a tool result."""
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, ResultTurn):
+            return turns[i:]
+    return []
+
+
+def _canonical(turn: Turn) -> bytes:
+    """A turn of the client's messages as its conversation's key reads it."""
+    if isinstance(turn, UserTurn):
+        parts: list[Any] = ["user", turn.text]
+    elif isinstance(turn, AssistantTurn):
+        parts = ["assistant", turn.text or None, [[call.id, call.name, call.raw] for call in turn.calls]]
+    else:
+        assert isinstance(turn, ResultTurn)
+        parts = ["tool", turn.call_id, turn.content]
+    return json.dumps(parts, ensure_ascii=False).encode() + b"\n"
 
 
 def _forget_old_prompts(harness: Harness, keep: int = 32) -> None:
@@ -157,11 +313,9 @@ def _forget_old_prompts(harness: Harness, keep: int = 32) -> None:
             del harness.memo[key]
 
 
-def read_conversation(
-    messages: list[Mapping[str, Any]], specs: Mapping[str, ToolSpec], observation_chars: int
-) -> tuple[list[Turn], str]:
+def read_conversation(messages: list[Mapping[str, Any]]) -> tuple[list[Turn], str]:
     """The client's messages as the runtime's turns, and the text of its system messages (which follow
-    the agent's own prompt). Tool results are shaped as the runtime shapes what a tool returns."""
+    the agent's own prompt). Tool results are as the client sent them (`_Thread` shapes them)."""
     turns: list[Turn] = []
     instructions: list[str] = []
     calls: dict[str, str] = {}
@@ -189,11 +343,7 @@ def read_conversation(
                 raise ConversationError(
                     f"{where}.tool_call_id: {call_id!r} answers no tool call of an earlier assistant message"
                 )
-            turns.append(
-                ResultTurn(
-                    call_id, calls[call_id], _shaped(text, specs.get(calls[call_id]), observation_chars)
-                )
-            )
+            turns.append(ResultTurn(call_id, calls[call_id], text))
     if not any(isinstance(turn, UserTurn) for turn in turns):
         raise ConversationError("messages: the conversation has no user message to answer")
     return turns, "\n\n".join(part for part in instructions if part)
@@ -234,33 +384,3 @@ def _call(call: Any, where: str) -> Call:
         arguments=arguments if isinstance(arguments, dict) else None,
         raw=raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False),
     )
-
-
-def _shaped(content: str, spec: ToolSpec | None, limit: int) -> str:
-    """A tool result as the agent reads it: the fields tools.yaml projects (an error stays whole), cut to
-    the agent's `observation_chars`."""
-    if spec is not None and spec.fields is not None:
-        try:
-            value = json.loads(content)
-        except json.JSONDecodeError:
-            value = None
-        if value is not None and not (isinstance(value, dict) and "error" in value):
-            content = json.dumps(spec.shown(value), ensure_ascii=False, default=str)
-    return cut_observation(content, limit)
-
-
-def _answered_here(harness: Harness, agent: str, spec: ToolSpec | None, call: Call) -> ToolResult | None:
-    """The result of a call only Atoll can answer (a skill load, or a call that cannot run: an unknown
-    tool, unreadable arguments); None for a world tool or a delegation, which the client runs."""
-    if spec is None:
-        known = ", ".join(known_spec.name for known_spec in tool_specs(harness, agent))
-        return tool_failure(
-            call.name, "unknown_tool", f"You have no tool {call.name!r}. Your tools: {known}."
-        )
-    if call.error is not None or call.arguments is None:
-        return tool_failure(
-            call.name, "invalid_arguments", call.error or "the arguments must be a JSON object"
-        )
-    if spec.kind != "skill":
-        return None
-    return skill_result(harness, agent, call.name, call.arguments)
