@@ -41,9 +41,11 @@ RETRY_S = 1.0  # after a failed store the writer tries the same batch again this
 SETTLE_S = 5.0  # how long a lookup waits for a record another process has journaled and not stored yet
 SEGMENT_BYTES = 4 * 1024 * 1024  # a journal file past this is left for a new one, deleted once stored
 # The writer, woken by a record, waits this long for more to store with it: under load one transaction then
-# stores dozens, where a wait of 2 ms stored two or three and its commits cost the endpoint's core a tenth of
-# a millisecond a call. A lookup that needs what is journaled (`flush`, a full journal) ends the wait at once.
-BATCH_WAIT_S = 0.025
+# stores dozens, where a wait of 2 ms stored two or three. Each batch costs the endpoint's thread more than its
+# commit: waking the writer, and handing it the GIL for its turns, took the event loop's core from under it
+# (up to milliseconds on a busy machine), so batches are few. A lookup that needs what is journaled (`flush`,
+# a full journal) ends the wait at once.
+BATCH_WAIT_S = 0.1
 
 Store = Callable[[sqlite3.Connection, list[dict[str, Any]]], None]
 """Inserts journaled rows (`OR IGNORE`) on a connection inside a write transaction."""
