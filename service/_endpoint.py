@@ -155,9 +155,8 @@ class HarnessEndpoint:
         kept = heads.get(name)
         if kept is not None and kept[0] == version:
             return kept[1]
-        head = self.releases.head(
-            name
-        )  # a commit between the two reads only makes the next request read again
+        # A commit between the two reads only makes the next request read the head again.
+        head = self.releases.head(name)
         heads[name] = (version, head)
         return head
 
