@@ -3,9 +3,9 @@
 An instance holds a connection from the fixture's pool (opened on the fixture's shared bytes,
 or a warm one rolled back to them), so thousands can live in one process. Every tool call is
 one savepoint inside the instance's outer transaction, which only the engine may end (see
-_guard.py); the capture triggers log the keys a call changed, and the rows behind those keys
-are read by key, so the log and `diff()` hold exact values and cost nothing for rows nobody
-touched.
+_guard.py); the connection's change capture (_capture.py) reports the keys a call changed, and
+the rows behind those keys are read by key, so the log and `diff()` hold exact values and cost
+nothing for rows nobody touched.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ._errors import InstanceClosed, ToolError
 from ._fixture import FixtureData
 from ._guard import RELEASE, ROLLBACK_TO, SAVEPOINT
 from ._pool import ConnectionPool
-from ._schema import CHANGE_TABLE, TableInfo, qualified, select_row_sql
+from ._schema import TableInfo, qualified, select_row_sql
 from ._tool import Tool, ToolContext, describe_validation_error
 
 if TYPE_CHECKING:
@@ -119,9 +119,9 @@ class Instance:
         self._pooled = self._pool.acquire(self.now)
         self._connection = self._pooled.connection
         self._guard = self._pooled.guard
+        self._capture = self._pooled.capture
         self.rng = random.Random(_rng_seed(fixture.sha256, seed))
         self._context = ToolContext(self._connection, self.now, self.rng, set())
-        self._log_position = dict.fromkeys(fixture.parts, 0)
         # Every row any call touched: its value in the fixture and its value now (None: absent).
         self._original: dict[tuple[str, tuple], Row | None] = {}
         self._current: dict[tuple[str, tuple], Row | None] = {}
@@ -210,6 +210,7 @@ class Instance:
     def _run(self, name: str, tool: Tool, kwargs: dict[str, Any]) -> tuple[ToolResult, list[RowChange]]:
         connection = self._connection
         connection.execute(SAVEPOINT)
+        self._capture.forget()
         written_before = connection.total_changes
         try:
             with self._guard.watching():
@@ -241,25 +242,13 @@ class Instance:
         if self._connection.in_transaction:
             self._connection.execute(ROLLBACK_TO)
             self._connection.execute(RELEASE)
+        self._capture.forget()
 
     def _collect_changes(self) -> list[RowChange]:
-        """The rows this call changed, in the order it first touched them, with exact values.
-
-        On success the caches move forward; if the call is undone later in `_run` they are
-        not consulted again for it, because the log positions only advance here.
-        """
-        touched: dict[tuple[str, tuple], None] = {}
-        for part, position in self._log_position.items():
-            rows = self._connection.execute(
-                f"SELECT seq, tbl, old_key, new_key FROM {part}.{CHANGE_TABLE} WHERE seq > ? ORDER BY seq",
-                (position,),
-            ).fetchall()
-            for row in rows:
-                label = row["tbl"] if part == "main" else f"{part}.{row['tbl']}"
-                for key in (row["old_key"], row["new_key"]):
-                    if key is not None:
-                        touched[(label, tuple(json.loads(key)))] = None
-                self._log_position[part] = row["seq"]
+        """The rows this call changed, in the order it first touched them, with exact values: the
+        capture names the keys, and the rows behind them are read now (after) and from the last
+        call or the fixture (before)."""
+        touched = dict.fromkeys(self._capture.written())
         changes = []
         for label, key in touched:
             table = self._tables[label]

@@ -5,10 +5,10 @@ among the connections of a process. An instance connection opens it in place, wi
 locking, and runs inside one transaction that is never committed: its writes stay in its own
 page cache (spilling is turned off, and the guard in _guard.py refuses COMMIT and the like),
 so an instance costs its parsed schema and the pages it touched, not a copy of the fixture,
-and a ROLLBACK returns it to the fixture exactly. Parsing the schema and every capture
-trigger is most of an instance's cost, so a closed instance's connection, rolled back,
-waits for the next instance of the same fixture. A connection whose transaction did not
-survive (SQLite rolls back after some errors) is closed, never reused.
+and a ROLLBACK returns it to the fixture exactly. Parsing the schema is most of a fresh
+connection's cost, so a closed instance's connection, rolled back, waits for the next
+instance of the same fixture. A connection whose transaction did not survive (SQLite rolls
+back after some errors) is closed, never reused.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
+from ._capture import Capture, TablePositions, open_captured, table_positions
 from ._fixture import FixtureData
 from ._guard import BEGIN, ROLLBACK, TransactionGuard
+from ._schema import read_tables
 from ._sqltime import install_clock
 
 # An idle connection keeps its schema parsed and its page cache warm (SQLite's default cap,
@@ -41,6 +43,7 @@ class FixtureStore:
         number = next(_store_numbers)
         self.uris = {part: f"file:/atoll-{number}-{part}?vfs=memdb" for part in fixture.parts}
         self._holders: list[sqlite3.Connection] = []
+        tables = {}
         for part, blob in fixture.parts.items():
             holder = sqlite3.connect(self.uris[part], uri=True, check_same_thread=False)
             source = sqlite3.connect(":memory:")
@@ -48,6 +51,8 @@ class FixtureStore:
             source.backup(holder)
             source.close()
             self._holders.append(holder)
+            tables[part] = read_tables(holder, source=f"fixture {fixture.world}/{fixture.name}")
+        self.positions: TablePositions = table_positions(tables)
 
     def open(self) -> sqlite3.Connection:
         """A connection reading every part in place; write to it only inside a transaction never committed.
@@ -78,10 +83,13 @@ class ClockSlot:
 
 
 class PooledConnection:
-    """A connection plus the clock slot its date functions read and the guard that authorizes it."""
+    """A connection plus its change capture, the clock slot its date functions read and the guard
+    that authorizes it."""
 
     def __init__(self, store: FixtureStore) -> None:
-        self.connection = store.open()
+        connection, capture = open_captured(store.open, store.positions, list(store.uris))
+        self.connection: sqlite3.Connection = connection
+        self.capture: Capture = capture
         self.connection.execute("PRAGMA foreign_keys = ON")
         # REPLACE deletes the conflicting row; only with recursive triggers is that delete logged.
         self.connection.execute("PRAGMA recursive_triggers = ON")
@@ -119,6 +127,7 @@ class ConnectionPool:
             pooled = PooledConnection(self.store)
         pooled.clock.now = now
         pooled.connection.execute(BEGIN)
+        pooled.capture.reset()
         return pooled
 
     def release(self, pooled: PooledConnection) -> None:

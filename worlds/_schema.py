@@ -1,8 +1,9 @@
-"""Read a world's tables from SQLite and install change capture on them.
+"""Read a world's tables from SQLite, and the capture triggers for libraries without the hook.
 
-Change capture is three triggers per table writing the keys of changed rows to one log
-table. The triggers are part of the fixture's bytes, so an instance pays nothing to
-install them, and a rolled-back tool call rolls its log rows back with it.
+Where SQLite's pre-update hook is out of reach (see _capture.py), change capture is three
+triggers per table writing the keys of changed rows to one log table. The triggers are then
+part of the fixture's bytes, so an instance pays nothing to install them (but parses them on
+every fresh connection), and a rolled-back tool call rolls its log rows back with it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ class TableInfo(BaseModel):
     name: str
     columns: list[Column]
     primary_key: list[str]
+    # Where the key's columns stand among all the table's columns, generated ones included: the
+    # numbering SQLite's pre-update hook reads values by.
+    key_positions: tuple[int, ...]
 
 
 def _quote(name: str) -> str:
@@ -49,11 +53,13 @@ def read_tables(
     ]
     tables = []
     for name in names:
-        info = connection.execute(f"PRAGMA {_quote(schema)}.table_info({_quote(name)})").fetchall()
+        every = connection.execute(f"PRAGMA {_quote(schema)}.table_xinfo({_quote(name)})").fetchall()
+        info = [c for c in every if c[6] == 0]  # table_info's rows: the hidden and generated ones left out
         columns = [
             Column(name=c[1], type=c[2] or "", not_null=bool(c[3]), primary_key=c[5] > 0) for c in info
         ]
-        primary_key = [c[1] for c in sorted((c for c in info if c[5] > 0), key=lambda c: c[5])]
+        key_columns = sorted((c for c in info if c[5] > 0), key=lambda c: c[5])
+        primary_key = [c[1] for c in key_columns]
         if not primary_key:
             raise WorldDefinitionError(
                 f"{source}: table {name!r} has no PRIMARY KEY; every table needs one so that its "
@@ -64,7 +70,15 @@ def read_tables(
             raise WorldDefinitionError(
                 f"{source}: table {name!r} column {blobs[0]!r} is a BLOB; store text or numbers instead"
             )
-        tables.append(TableInfo(name=name, columns=columns, primary_key=primary_key))
+        position = {c[1]: index for index, c in enumerate(every)}
+        tables.append(
+            TableInfo(
+                name=name,
+                columns=columns,
+                primary_key=primary_key,
+                key_positions=tuple(position[c] for c in primary_key),
+            )
+        )
     return tables
 
 

@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ._capture import KIND as CAPTURE_KIND
 from ._clock import Clock
 from ._errors import UnknownFixture, WorldDefinitionError
 from ._fixture import (
@@ -256,6 +257,7 @@ class World:
     def fixture_key(self, spec: FixtureSpec) -> str:
         parts = {
             "engine": ENGINE_VERSION,
+            "capture": CAPTURE_KIND,  # the trigger kind keeps its triggers in the fixture's bytes
             "world": self.name,
             "version": self.version,
             "schema": self.schema_hash,
@@ -322,10 +324,11 @@ class World:
             raise WorldDefinitionError(
                 f"world {self.name!r} fixture {spec.name!r}: the builder failed: {type(error).__name__}: {error}"
             ) from error
-        install_capture(connection, tables)
-        for include in self._includes:
-            connection.execute(f"DELETE FROM {include.prefix}._atoll_changes")
-        connection.commit()
+        if CAPTURE_KIND == "triggers":
+            install_capture(connection, tables)
+            for include in self._includes:
+                connection.execute(f"DELETE FROM {include.prefix}._atoll_changes")
+            connection.commit()
         row_counts = {}
         for label in self.tables:
             row_counts[label] = connection.execute(f"SELECT count(*) FROM {qualified(label)}").fetchone()[0]

@@ -94,8 +94,8 @@ def interrupt_then_write(ctx: ToolContext, customer_id: str) -> dict:
         return 0
 
     ctx.db.create_function("halt", 0, halt)
-    with contextlib.suppress(sqlite3.OperationalError):
-        ctx.execute("UPDATE customers SET credit = credit + halt() WHERE id = ?", (customer_id,))
+    with contextlib.suppress(sqlite3.OperationalError):  # every row: SQLite sees the interrupt between rows
+        ctx.execute("UPDATE customers SET credit = credit + halt()")
     ctx.execute("UPDATE customers SET credit = 99 WHERE id = ?", (customer_id,))
     return {}
 
