@@ -53,7 +53,8 @@ REPEATED_FAILURE = (
     "The answer repeated one that already failed; it is not shown again and the next is sampled afresh"
 )
 LOOK_FIRST = "You have not looked anything up yet. Call a tool to check the facts, then reply."
-_RESAMPLE_TEMPERATURE = 0.7
+# Warmer with each resample of one agent: a failure peaked enough to come back at 0.7 may not at 1.0.
+_RESAMPLE_TEMPERATURES = (0.7, 1.0, 1.3)
 _RESAMPLE_STRIDE = (
     1_000_003  # a resample's sample index: far from the episode's own, and from other episodes'
 )
@@ -398,12 +399,11 @@ def _call_key(agent: str, call: Call) -> tuple[str, str, str]:
 
 
 def _resampled(params: ModelParams, sample: int, resample: int) -> tuple[ModelParams, int]:
-    """How an agent is sampled after `resample` repeated failures: warmer, with a seed of its own (still
-    seeded, so the episode replays from the cache)."""
+    """How an agent is sampled after `resample` repeated failures: warmer each time, with a seed of its
+    own (still seeded, so the episode replays from the cache)."""
     seed = None if params.seed is None else params.seed + resample * _RESAMPLE_STRIDE
-    warmer = params.model_copy(
-        update={"temperature": max(params.temperature, _RESAMPLE_TEMPERATURE), "seed": seed}
-    )
+    temperature = _RESAMPLE_TEMPERATURES[min(resample, len(_RESAMPLE_TEMPERATURES)) - 1]
+    warmer = params.model_copy(update={"temperature": max(params.temperature, temperature), "seed": seed})
     return warmer, sample + resample * _RESAMPLE_STRIDE
 
 

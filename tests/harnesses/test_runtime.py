@@ -241,7 +241,7 @@ async def test_an_answer_that_repeats_a_failure_is_not_shown_again_and_the_next_
     first, second, third, fourth = model.requests
     assert second.messages == third.messages == fourth.messages  # the repeats were never fed back
     assert (first.params.temperature, second.params.temperature) == (0.0, 0.0)
-    assert third.params.temperature == fourth.params.temperature == 0.7  # sampled afresh...
+    assert (third.params.temperature, fourth.params.temperature) == (0.7, 1.0)  # sampled afresh, warmer...
     assert len({second.sample, third.sample, fourth.sample}) == 3  # ...each with a seed of its own
     notices = [e.content for e in ep.events if e.kind == "notice"]
     assert len(notices) == 2 and all("repeated one that already failed" in n for n in notices)
