@@ -2,8 +2,8 @@
 
 Two ways, one contract. Where the SQLite library Python links was built with the pre-update hook
 (Debian's, Ubuntu's and most Linux builds are), the hook reports each row as it is written, so a
-fixture carries no capture triggers and a fresh connection parses only the world's own schema:
-on the helpdesk schema the 54 triggers were ~60% of a cold instance. Python's sqlite3 does not
+fixture carries no capture triggers and a fresh connection parses only the world's own schema
+(on the helpdesk schema the 54 triggers were ~60% of what a fresh connection parsed). Python's sqlite3 does not
 expose the hook, so it is reached through ctypes, and the connection's handle comes from an
 auto-extension (SQLite's own way to see every connection as it opens), not from Python's
 object layout. Elsewhere the fixture carries three lean triggers per table that log keys to a
@@ -16,6 +16,7 @@ behind the keys and compares, so a spare key costs a lookup and changes nothing.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import itertools
 import json
@@ -76,6 +77,7 @@ class _Hooks:
         pointer = ctypes.c_void_p
         for name, argtypes, restype in (
             ("sqlite3_auto_extension", [pointer], ctypes.c_int),
+            ("sqlite3_cancel_auto_extension", [pointer], ctypes.c_int),
             ("sqlite3_preupdate_old", [pointer, ctypes.c_int, ctypes.POINTER(pointer)], ctypes.c_int),
             ("sqlite3_preupdate_new", [pointer, ctypes.c_int, ctypes.POINTER(pointer)], ctypes.c_int),
             ("sqlite3_value_type", [pointer], ctypes.c_int),
@@ -106,8 +108,11 @@ class _Hooks:
         # Weak, so a capture goes with the PooledConnection that holds it and its connection.
         self.captures: weakref.WeakValueDictionary[int, HookCapture] = weakref.WeakValueDictionary()
         self._numbers = itertools.count(1)
-        if lib.sqlite3_auto_extension(ctypes.cast(self.entry, pointer)) != 0:
+        entry = ctypes.cast(self.entry, pointer)
+        if lib.sqlite3_auto_extension(entry) != 0:
             raise OSError("sqlite3_auto_extension refused the entry point")
+        # Before the interpreter frees the entry point, so no connection opened later calls it.
+        atexit.register(lib.sqlite3_cancel_auto_extension, entry)
 
     def _on_open(self, db: int | None, _error: int | None, _api: int | None) -> int:
         if getattr(self.opening, "armed", False):
@@ -167,7 +172,9 @@ def _bind() -> _Hooks | None:
             sqlite3.sqlite_version_info[1] * 1000 + sqlite3.sqlite_version_info[2]
         ):
             return None
-        return _Hooks(lib)
+        hooks = _Hooks(lib)
+        hooks.connect(lambda: sqlite3.connect(":memory:"))[0].close()  # the module opens through this library
+        return hooks
     except (OSError, AttributeError, ImportError):
         return None
 
