@@ -1,136 +1,139 @@
-"""Seconds per episode on the embedded models, in a batch, before and after the cost cuts of issue 11.
+"""Episodes a minute on the embedded models, the engine before issue 25 beside the engine now.
 
-Each configuration plays the first --tasks val tasks of evals/helpdesk once (k=1, seed as the suite
-says) with no response cache and no runs store, so every model call is really made, and reports the
-batch's wall time per episode and the median episode's own duration, side by side in one run:
+Each side plays the first --tasks val tasks of evals/helpdesk once (k=1, one at a time) with the
+shipped harness of its own tree, no response cache and no runs store, so every model call is really
+made: "before" is a git worktree of --before (default: the commit before the engine kept evaluated
+prompts, e42d19e~1), "after" is this checkout. Each side runs in a child process of its own, with
+that tree first on the import path and a fresh cache folder (the model files linked, not rebuilt).
 
-- `interleaved, c=4`: four episodes in flight on the one local model, as batches ran before (the
-  model answers one request at a time, so their conversations evict each other's evaluated prefix);
-- `one at a time`: what a batch does now (`evals.in_flight`: the local model's max_concurrency is 1);
-- `retrieval`: benchmarks/ceilings/support_agent_qwen with one retrieved demo, now shown after the
-  fixed prompt as its own message (before, it sat inside the prompt, so every task re-read the whole
-  prompt: ~76 s for a one-call episode, benchmarks/ceilings/README.md).
+What changed between the two: the engine saves and restores each agent's evaluated prompt (no
+re-reading across steps, hand-offs and episodes), a local call's timeout counts after its prompt is
+read, a hermes call ends at `</tool_call>`, native demos are conversations, and a failed answer is
+never replayed. A model the "before" tree does not know (local/qwen2.5-coder-1.5b was added after it)
+is measured after only; its before is the issue's own probe (17 val episodes in 17.6 minutes).
 
-Only one process should use the cores while it runs. Episodes that are skipped (a model not installed)
-are said so.
+Only one process should use the cores while it runs.
 
-Run: python benchmarks/episodes.py [--tasks 6] [--model local/qwen2.5-coder-0.5b ...]
+Run: python benchmarks/episodes.py [--tasks 6] [--model local/gemma-3-270m ...] [--before REV]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import io
+import json
+import os
 import statistics
+import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
-from typing import Any
 
 # Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-from ruamel.yaml import YAML  # noqa: E402
 
-from evals import evaluate_batch, load_suite  # noqa: E402
-from harnesses import Harness, load_harness  # noqa: E402
-from harnesses.models import ModelError, ModelResponse, get_model  # noqa: E402
 from harnesses.models._catalog import CATALOG  # noqa: E402
-from harnesses.models._local import check_available  # noqa: E402
+from worlds import cache_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "harnesses" / "support_agent"
-RETRIEVAL = ROOT / "benchmarks" / "ceilings" / "support_agent_qwen"
+BEFORE = "e42d19e~1"
+
+# Runs in the child, inside the tree it measures: prints one JSON line.
+PLAY = """
+import asyncio, json, sys, time
+from evals import evaluate_batch, load_suite
+from harnesses.models import get_model
+model, count = sys.argv[1], int(sys.argv[2])
+tasks = [t.id for t in load_suite("evals/helpdesk").select(split="val")][:count]
+started = time.perf_counter()
+result = asyncio.run(evaluate_batch("harnesses/support_agent", "evals/helpdesk", model=get_model(model),
+                                    tasks=tasks, k=1, concurrency=1, reuse=False))
+print(json.dumps({
+    "wall": time.perf_counter() - started,
+    "durations": [r.episode.duration_s for r in result.results],
+    "calls": [r.episode.usage.model_calls for r in result.results],
+    "passed": sum(r.grade.passed for r in result.results),
+}))
+"""
 
 
-class Interleaved:
-    """A model as batches used it before `max_concurrency`: c episodes in flight on it at once."""
-
-    def __init__(self, model: Any) -> None:
-        self.name = model.name
-        self._model = model
-
-    async def complete(self, messages: list[dict], **options: Any) -> ModelResponse:
-        return await self._model.complete(messages, **options)
+def knows(tree: Path, model: str) -> bool:
+    catalog = (tree / "harnesses" / "models" / "_catalog.py").read_text()
+    return f'name="{model.removeprefix("local/")}"' in catalog
 
 
-async def measure(harness: Path, model: Any, tasks: list[str], concurrency: int, retrieve: int) -> list[str]:
-    loaded = load_harness(harness)
-    if retrieve:
-        loaded = with_retrieval(loaded, retrieve)
-    started = time.perf_counter()
-    result = await evaluate_batch(
-        loaded,
-        ROOT / "evals" / "helpdesk",
-        model=model,
-        tasks=tasks,
-        k=1,
-        concurrency=concurrency,
-        reuse=False,
-    )
-    wall = time.perf_counter() - started
-    durations = [r.episode.duration_s for r in result.results]
-    calls = [r.episode.usage.model_calls for r in result.results]
-    passed = sum(r.grade.passed for r in result.results)
+def play(tree: Path, model: str, tasks: int) -> dict:
+    """One side's batch, in a child process with `tree` first on the path and an empty response cache."""
+    with tempfile.TemporaryDirectory(prefix="atoll-episodes-") as fresh:
+        for shared in ("models", "engine"):
+            if (cache_dir() / shared).exists():
+                os.symlink(cache_dir() / shared, Path(fresh) / shared)
+        env = os.environ | {"PYTHONPATH": str(tree), "ATOLL_CACHE_DIR": fresh}
+        done = subprocess.run(
+            [sys.executable, "-c", PLAY, model, str(tasks)],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise SystemExit(f"{model} in {tree}: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def row(side: str, model: str, figures: dict) -> list[str]:
+    episodes = len(figures["durations"])
     return [
-        f"{wall / len(durations):.1f}",
-        f"{statistics.median(durations):.1f}",
-        f"{statistics.median(calls):g}",
-        f"{passed}/{len(durations)}",
+        model,
+        side,
+        f"{episodes / figures['wall'] * 60:.2f}",
+        f"{figures['wall'] / episodes:.1f}",
+        f"{statistics.median(figures['durations']):.1f}",
+        f"{statistics.median(figures['calls']):g}",
+        f"{figures['passed']}/{episodes}",
     ]
 
 
-def with_retrieval(harness: Harness, k: int) -> Harness:
-    """The harness with each agent retrieving k demos from all of its harness's demos."""
-    yaml = YAML()
-    config = yaml.load(harness.files()["harness.yaml"])
-    for agent in config["agents"].values():
-        agent["demo_pool"] = sorted(harness.demos)
-        agent["retrieve_demos"] = k
-    text = io.StringIO()
-    yaml.dump(config, text)
-    return harness.with_files({"harness.yaml": text.getvalue()})
-
-
-async def main() -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=int, default=6, help="val tasks per configuration")
-    parser.add_argument("--model", action="append", help="local models (default: every embedded one)")
+    parser.add_argument("--tasks", type=int, default=6, help="val tasks per side")
+    parser.add_argument("--model", action="append", help="embedded models (default: every one)")
+    parser.add_argument("--before", default=BEFORE, help="the git revision measured as before")
     args = parser.parse_args()
     console = Console(width=200)
-    tasks = [task.id for task in load_suite(ROOT / "evals" / "helpdesk").select(split="val")][: args.tasks]
     table = Table(
         "model",
-        "harness",
-        "batch",
+        "engine",
+        "episodes / min",
         "s / episode (wall)",
         "median episode s",
         "median model calls",
         "passed",
-        title=f"Seconds per episode, first {len(tasks)} helpdesk val tasks, no cache",
+        title=f"The shipped harness on the first {args.tasks} helpdesk val tasks, no cache, one at a time",
     )
-    for name in args.model or [f"local/{m}" for m in CATALOG]:
+    with tempfile.TemporaryDirectory(prefix="atoll-before-") as scratch:
+        before = Path(scratch) / "tree"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(before), args.before],
+            check=True,
+        )
         try:
-            check_available(name.removeprefix("local/"))
-        except ModelError as error:
-            console.print(f"[dim]{name} skipped: {error}[/]")
-            continue
-        model = get_model(name)
-        configs = [
-            ("shipped", SHIPPED, "interleaved, c=4", Interleaved(model), 4, 0),
-            ("shipped", SHIPPED, "one at a time", model, 4, 0),
-        ]
-        if "qwen" in name:
-            configs.append(("ceiling + 1 retrieved demo", RETRIEVAL, "one at a time", model, 4, 1))
-        for label, harness, batch, agent_model, concurrency, retrieve in configs:
-            console.print(f"[dim]{name} {label} {batch} ...[/]")
-            row = await measure(harness, agent_model, tasks, concurrency, retrieve)
-            table.add_row(name, label, batch, *row)
+            for model in args.model or [f"local/{name}" for name in CATALOG]:
+                for side, tree in (("before", before), ("after", ROOT)):
+                    if not knows(tree, model):
+                        console.print(f"[dim]{model}: not in the {side} tree's catalog[/]")
+                        continue
+                    console.print(f"[dim]{model} {side} ...[/]")
+                    table.add_row(*row(side, model, play(tree, model, args.tasks)))
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)], check=False
+            )
     console.print(table)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
