@@ -162,8 +162,10 @@ def listed(
     limit: int = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
+    expand: Expand | None = None,
 ) -> dict[str, Any]:
-    """One page of `table` newest first, as Stripe's list object; cursors are object ids."""
+    """One page of `table` newest first, as Stripe's list object (cursors are object ids), with `expand[]`
+    applied (see `expanded`)."""
     if starting_after and ending_before:
         raise error(
             400,
@@ -189,7 +191,8 @@ def listed(
     rows = rows[:limit]
     if order == "ASC":
         rows.reverse()
-    return {"object": "list", "data": [serialize(ctx, r) for r in rows], "has_more": has_more, "url": url}
+    page = {"object": "list", "data": [serialize(ctx, r) for r in rows], "has_more": has_more, "url": url}
+    return expanded(ctx, page, expand)
 
 
 def filters(**conditions: Any) -> tuple[str, tuple]:

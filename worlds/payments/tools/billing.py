@@ -554,7 +554,7 @@ def list_invoices(
         expand: Fields to expand.
     """
     where, args = c.filters(customer=customer, subscription=subscription, status=status)
-    page = c.listed(
+    return c.listed(
         ctx,
         "invoices",
         "/v1/invoices",
@@ -564,8 +564,8 @@ def list_invoices(
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
+        expand=expand,
     )
-    return c.expanded(ctx, page, expand)
 
 
 @world.tool(writes=True)

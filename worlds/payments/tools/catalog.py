@@ -242,7 +242,7 @@ def list_prices(
         expand: Fields to expand, such as `data.product`.
     """
     where, args = c.filters(product=product, active=None if active is None else int(active), type=type)
-    page = c.listed(
+    return c.listed(
         ctx,
         "prices",
         "/v1/prices",
@@ -252,5 +252,5 @@ def list_prices(
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
+        expand=expand,
     )
-    return c.expanded(ctx, page, expand)

@@ -207,7 +207,7 @@ def list_customers(
         expand: Fields to expand, such as `data.invoice_settings.default_payment_method`.
     """
     where, args = c.filters(email=email)
-    page = c.listed(
+    return c.listed(
         ctx,
         "customers",
         "/v1/customers",
@@ -217,5 +217,5 @@ def list_customers(
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
+        expand=expand,
     )
-    return c.expanded(ctx, page, expand)

@@ -451,7 +451,7 @@ def list_payment_intents(
         expand: Fields to expand, such as `data.latest_charge` (to see what was refunded).
     """
     where, args = c.filters(customer=customer)
-    page = c.listed(
+    return c.listed(
         ctx,
         "payment_intents",
         "/v1/payment_intents",
@@ -461,8 +461,8 @@ def list_payment_intents(
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
+        expand=expand,
     )
-    return c.expanded(ctx, page, expand)
 
 
 @world.operation("GET", "/v1/charges/{charge}")
@@ -497,7 +497,7 @@ def list_charges(
         expand: Fields to expand.
     """
     where, args = c.filters(customer=customer, payment_intent=payment_intent)
-    page = c.listed(
+    return c.listed(
         ctx,
         "charges",
         "/v1/charges",
@@ -507,5 +507,5 @@ def list_charges(
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
+        expand=expand,
     )
-    return c.expanded(ctx, page, expand)

@@ -160,7 +160,7 @@ def list_refunds(
         expand: Fields to expand.
     """
     where, args = c.filters(charge=charge, payment_intent=payment_intent)
-    page = c.listed(
+    return c.listed(
         ctx,
         "refunds",
         "/v1/refunds",
@@ -170,5 +170,5 @@ def list_refunds(
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
+        expand=expand,
     )
-    return c.expanded(ctx, page, expand)

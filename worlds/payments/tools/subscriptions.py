@@ -533,7 +533,7 @@ def list_subscriptions(
             f"{where} AND id IN (SELECT subscription FROM subscription_items WHERE price = ?)",
             (*args, price),
         )
-    page = c.listed(
+    return c.listed(
         ctx,
         "subscriptions",
         "/v1/subscriptions",
@@ -543,5 +543,5 @@ def list_subscriptions(
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
+        expand=expand,
     )
-    return c.expanded(ctx, page, expand)
