@@ -12,9 +12,9 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from commands import episodes, fail, gate, new, optimize, serve, suites, worlds
-from commands.records import records_app
-from commands.release import release_app
+from atoll.commands import episodes, fail, gate, new, optimize, serve, suites, worlds
+from atoll.commands.records import records_app
+from atoll.commands.release import release_app
 
 
 class _Commands(TyperGroup):
@@ -25,7 +25,7 @@ class _Commands(TyperGroup):
         try:
             return super().invoke(ctx)
         except Exception as error:
-            from worlds import AtollError  # imported here: `optimize --help` stays instant
+            from atoll.worlds import AtollError  # imported here: `optimize --help` stays instant
 
             if isinstance(error, AtollError):
                 fail(str(error), code=error.exit_code)

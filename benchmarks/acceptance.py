@@ -40,23 +40,18 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Any
 
-# benchmarks/evals.py shadows the `evals` package when this folder leads sys.path: put the repository first.
-sys.path[0] = str(Path(__file__).resolve().parent.parent)
+import numpy as np
+from rich.console import Console
+from rich.table import Table
 
-import numpy as np  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from optimizer import OptimizeConfig  # noqa: E402
-from optimizer._objective import PairedCosts, decide_objective  # noqa: E402
-from optimizer._screen import race, race_order  # noqa: E402
-from worlds.base.stats import PairedScores, decide  # noqa: E402
+from atoll.optimizer import OptimizeConfig
+from atoll.optimizer._objective import PairedCosts, decide_objective
+from atoll.optimizer._screen import race, race_order
+from atoll.worlds.base.stats import PairedScores, decide
 
 TASKS = (20, 30, 50)
 SEEDS = (1, 3, 5)

@@ -22,16 +22,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from harnesses.models._catalog import CATALOG  # noqa: E402
-from harnesses.models._engine import engine_setup  # noqa: E402
-from harnesses.models._local import check_available, gguf_path  # noqa: E402
-from worlds import cache_dir  # noqa: E402
+from atoll.harnesses.models._catalog import CATALOG
+from atoll.harnesses.models._engine import engine_setup
+from atoll.harnesses.models._local import check_available, gguf_path
+from atoll.worlds import cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 AVX2_FLAGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
@@ -40,7 +37,7 @@ AVX2_FLAGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGM
 CHILD = r"""
 import json, sys, time
 import llama_cpp
-from harnesses.models._engine import extra_buffers
+from atoll.harnesses.models._engine import extra_buffers
 path, prompt_tokens, gen_tokens, extra = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 with extra_buffers(llama_cpp, extra):
     llama = llama_cpp.Llama(model_path=path, n_ctx=prompt_tokens + gen_tokens + 16, n_threads=2,

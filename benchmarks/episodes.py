@@ -28,14 +28,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from harnesses.models._catalog import CATALOG  # noqa: E402
-from worlds import cache_dir  # noqa: E402
+from atoll.harnesses.models._catalog import CATALOG
+from atoll.worlds import cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = "e42d19e~1"
@@ -43,8 +40,8 @@ BEFORE = "e42d19e~1"
 # Runs in the child, inside the tree it measures: prints one JSON line.
 PLAY = """
 import asyncio, json, sys, time
-from evals import evaluate_batch, load_suite
-from harnesses.models import get_model
+from atoll.evals import evaluate_batch, load_suite
+from atoll.harnesses.models import get_model
 model, count = sys.argv[1], int(sys.argv[2])
 tasks = [t.id for t in load_suite("evals/helpdesk").select(split="val")][:count]
 started = time.perf_counter()

@@ -26,23 +26,18 @@ import asyncio
 import importlib.util
 import re
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path and this module would shadow the
-# `evals` package it measures.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import yaml
+from rich.console import Console
+from rich.table import Table
 
-import yaml  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from evals import RunStore, evaluate_batch, load_suite  # noqa: E402
-from harnesses import load_harness  # noqa: E402
-from harnesses.models import ModelRequest, ScriptedModel  # noqa: E402
-from worlds import get_world  # noqa: E402
+from atoll.evals import RunStore, evaluate_batch, load_suite
+from atoll.harnesses import load_harness
+from atoll.harnesses.models import ModelRequest, ScriptedModel
+from atoll.worlds import get_world
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harnesses" / "support_agent"

@@ -15,21 +15,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+from rich.console import Console
+from rich.table import Table
+from ruamel.yaml import YAML
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-from ruamel.yaml import YAML  # noqa: E402
-
-from evals import load_suite, suite_for  # noqa: E402
-from harnesses import Harness, Limits, load_harness, run_episode  # noqa: E402
-from harnesses.models import check_model, get_model  # noqa: E402
+from atoll.evals import load_suite, suite_for
+from atoll.harnesses import Harness, Limits, load_harness, run_episode
+from atoll.harnesses.models import check_model, get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("offered call", "refusal reply", "other reply", "unoffered call", "unreadable")

@@ -18,9 +18,17 @@ levers the optimizer knows nothing world-specific about.
 With `--objective tokens` (or cost, latency) the runs lower that objective with quality held, and the
 table adds the objective per episode, start -> final, on val and test.
 
+With `--proposer-model` the LLM proposer joins the run (`--no-operators`: it alone proposes), and the
+table adds how often it proposed: a slot in which it had nothing to offer (its answer did not parse, or
+every edit it wrote was dropped) is a "none".
+
+`--cache DIR` keeps the answer cache in DIR instead of a fresh one per scenario: a second run that scores
+the same start (the LLM proposer's run after the default one) then replays the start's episodes.
+
 Run: python benchmarks/optimize.py [--world helpdesk] [--scenario default --scenario recovery]
      [--model local/gemma-3-270m] [--max-minutes 15] [--objective tokens] [--tolerance 0.05]
      [--models local/gemma-3-270m,local/smollm2-135m] [--operator choose_model]
+     [--proposer-model local/qwen2.5-coder-1.5b] [--no-operators] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -32,24 +40,20 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+from rich.console import Console
+from rich.table import Table
+from ruamel.yaml import YAML
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-from ruamel.yaml import YAML  # noqa: E402
-
-from evals import BatchResult, RunStore, evaluate_batch  # noqa: E402
-from harnesses import Harness, load_harness  # noqa: E402
-from optimizer import OptimizeConfig, OptimizeResult, optimize, spend_per_episode  # noqa: E402
-from worlds import cache_dir  # noqa: E402
+from atoll.evals import BatchResult, RunStore, evaluate_batch
+from atoll.harnesses import Harness, load_harness
+from atoll.optimizer import OptimizeConfig, OptimizeResult, optimize, spend_per_episode
+from atoll.worlds import cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 # The shipped pairs of harness and suite; a world's benchmark needs both.
@@ -161,14 +165,15 @@ async def scenario(
     console: Console,
     objective: str = "quality",
     options: dict[str, Any] | None = None,
+    kept_cache: Path | None = None,
 ) -> Outcome:
     harness_dir, suite_dir = SHIPPED[world]
     with tempfile.TemporaryDirectory(prefix="atoll-bench-") as scratch:
         root = Path(scratch)
-        cache = root / "cache"
-        cache.mkdir()
+        cache = kept_cache or root / "cache"
+        cache.mkdir(parents=True, exist_ok=True)
         models = cache_dir() / "models"
-        if models.exists():
+        if models.exists() and not (cache / "models").exists():
             (cache / "models").symlink_to(models)  # weights are not what a fresh cache means
         os.environ["ATOLL_CACHE_DIR"] = str(cache)
         harness_path, suite_path = workspace(root / "repo", Path(harness_dir), Path(suite_dir))
@@ -288,7 +293,7 @@ def table(outcomes: list[Outcome]) -> Table:
             moved(o.test, "mean"),
             spend(o.val),
             spend(o.test),
-            str(len(o.result.steps)),
+            f"{len(o.result.steps)} ({sum(step.verdict == 'none' for step in o.result.steps)} none)",
             str(len(o.result.accepted)),
             str(o.result.episodes),
             f"{o.minutes:.1f}",
@@ -314,8 +319,15 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, help="as `optimize run` (with an --objective)")
     parser.add_argument("--models", help="as `optimize run`: models the run may give each agent")
     parser.add_argument("--operator", action="append", help="as `optimize run`: only these operators")
+    parser.add_argument("--proposer-model", help="as `optimize run`: the LLM proposer's model")
+    parser.add_argument("--no-operators", action="store_true", help="the LLM proposer alone proposes")
+    parser.add_argument("--cache", type=Path, help="keep the answer cache here (default: a fresh one)")
     args = parser.parse_args()
     options: dict[str, Any] = {}
+    if args.proposer_model:
+        options["proposer_model"] = args.proposer_model
+    if args.no_operators:
+        options["operators"] = []
     if args.tolerance is not None:
         options["objective_rule"] = {"tolerance": args.tolerance}
     if args.operator:
@@ -325,7 +337,9 @@ def main() -> None:
     console = Console(stderr=True)
     worlds = [w for w in (args.world or sorted(SHIPPED)) if (ROOT / SHIPPED[w][0]).exists()]
     outcomes = [
-        asyncio.run(scenario(world, name, args.model, args.max_minutes, console, args.objective, options))
+        asyncio.run(
+            scenario(world, name, args.model, args.max_minutes, console, args.objective, options, args.cache)
+        )
         for world in worlds
         for name in (args.scenario or ["default", "recovery"])
     ]

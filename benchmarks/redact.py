@@ -10,13 +10,9 @@ Run: python benchmarks/redact.py [--repeat 3]
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from service import redact_text  # after the path line: runs from anywhere
+from atoll.service import redact_text  # after the path line: runs from anywhere
 
 MIB = 1 << 20
 BODIES = {

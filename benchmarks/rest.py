@@ -24,15 +24,12 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-# This script is named like nothing it imports, but the repository must come first for `worlds`.
-sys.path[0] = str(Path(__file__).resolve().parent.parent)
+import httpx
+from rich.console import Console
+from rich.table import Table
 
-import httpx  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from worlds import World, get_world  # noqa: E402
-from worlds.payments.fixtures import fixed_id  # noqa: E402
+from atoll.worlds import World, get_world
+from atoll.worlds.payments.fixtures import fixed_id
 
 AUTH = {"authorization": "Bearer sk_test_bench"}
 FORM = {**AUTH, "content-type": "application/x-www-form-urlencoded"}
@@ -123,7 +120,7 @@ def start_server(port: int) -> subprocess.Popen:
     command = [
         sys.executable,
         "-m",
-        "cli",
+        "atoll.cli",
         "serve",
         "--world",
         "payments",

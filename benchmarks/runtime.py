@@ -19,18 +19,14 @@ import argparse
 import asyncio
 import importlib.util
 import statistics
-import sys
 import time
 from pathlib import Path
 
-# benchmarks/worlds.py is named like the package: put the repository, not this folder, first.
-sys.path[0] = str(Path(__file__).resolve().parent.parent)
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from harnesses import Limits, load_harness, run_episode  # noqa: E402
-from harnesses.models import (  # noqa: E402
+from atoll.harnesses import Limits, load_harness, run_episode
+from atoll.harnesses.models import (
     LOCAL_DEFAULT_MODEL,
     ModelParams,
     ModelRequest,

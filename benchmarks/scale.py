@@ -21,23 +21,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path and would shadow the `evals` package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import ray
+import yaml
+from rich.console import Console
+from rich.table import Table
 
-import ray  # noqa: E402
-import yaml  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from evals import Executor, LocalExecutor, RayExecutor, RunStore, Suite, evaluate_batch, load_suite  # noqa: E402
-from harnesses import Harness, load_harness  # noqa: E402
-from harnesses.models import ModelRequest, ScriptedModel  # noqa: E402
-from worlds import get_world  # noqa: E402
+from atoll.evals import Executor, LocalExecutor, RayExecutor, RunStore, Suite, evaluate_batch, load_suite
+from atoll.harnesses import Harness, load_harness
+from atoll.harnesses.models import ModelRequest, ScriptedModel
+from atoll.worlds import get_world
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harnesses" / "support_agent"

@@ -30,14 +30,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-# benchmarks/worlds.py would shadow the `worlds` package: put the repository, not this folder, first.
+from rich.console import Console
+from rich.table import Table
+
+from atoll.worlds import FixtureContext, ToolContext, World
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[0] = str(ROOT)
-
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from worlds import FixtureContext, ToolContext, World  # noqa: E402
 
 BENCH = World(
     name="bench",
@@ -73,7 +71,7 @@ def ten(fx: FixtureContext) -> None:
 
 
 def serve(port: int, world: str) -> None:
-    from worlds.serve import run_server
+    from atoll.worlds.serve import run_server
 
     run_server(port=port, worlds=[BENCH if world == "bench" else world], max_sessions=512)
 

@@ -29,21 +29,17 @@ import multiprocessing
 import os
 import socket
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-# Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import httpx
+from fastapi import FastAPI, Request
+from rich.console import Console
+from rich.table import Table
 
-import httpx  # noqa: E402
-from fastapi import FastAPI, Request  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from harnesses.models import ModelParams, ModelResponse, Usage  # noqa: E402
+from atoll.harnesses.models import ModelParams, ModelResponse, Usage
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harnesses" / "support_agent"
@@ -111,8 +107,8 @@ def _serve(kind: str, port: int, store_path: str, workers: int) -> None:
 
         uvicorn.run(_direct_app(), host="127.0.0.1", port=port, log_level="warning", limit_concurrency=1000)
         return
-    from evals import RunStore
-    from service import run_service
+    from atoll.evals import RunStore
+    from atoll.service import run_service
 
     run_service(
         "127.0.0.1",

@@ -21,15 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[0] = str(ROOT)  # the repository, not this folder, so `worlds` is the package
-sys.path.insert(1, str(ROOT / "tests" / "worlds"))
+sys.path.insert(0, str(ROOT / "tests" / "worlds"))  # the agreement test's τ² loaders
 
 import test_tau2_agreement as agreement  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from worlds import get_world  # noqa: E402
-from worlds._pool import ConnectionPool  # noqa: E402
+from atoll.worlds import get_world  # noqa: E402
+from atoll.worlds._pool import ConnectionPool  # noqa: E402
 
 
 def tau2_evaluator_match(case: agreement.Case, result: agreement.Replay) -> bool:

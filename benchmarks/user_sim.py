@@ -21,19 +21,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sys
 import time
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path and would shadow the packages it measures.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from evals import STOP_TOKEN, SimulatedUser, load_suite  # noqa: E402
-from harnesses import Event  # noqa: E402
-from harnesses.models import check_model, get_model  # noqa: E402
+from atoll.evals import STOP_TOKEN, SimulatedUser, load_suite
+from atoll.harnesses import Event
+from atoll.harnesses.models import check_model, get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT_TURNS = (

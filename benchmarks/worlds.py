@@ -24,15 +24,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-# This script is named like the package it measures: put the repository, not this folder, first.
-sys.path[0] = str(Path(__file__).resolve().parent.parent)
+from rich.console import Console
+from rich.table import Table
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from worlds import get_world  # noqa: E402
-from worlds._capture import KIND as CAPTURE_KIND  # noqa: E402
-from worlds._pool import ConnectionPool  # noqa: E402
+from atoll.worlds import get_world
+from atoll.worlds._capture import KIND as CAPTURE_KIND
+from atoll.worlds._pool import ConnectionPool
 
 WORLD = "helpdesk"
 BLOCK = 10  # timings of one kind per turn
@@ -129,7 +126,7 @@ def episode_figures(repeats: int) -> dict[str, float]:
 
 MEMORY_PROBE = """
 import gc, sys
-from worlds import get_world
+from atoll.worlds import get_world
 def rss():
     with open('/proc/self/statm') as f:
         return int(f.read().split()[1]) * 4096

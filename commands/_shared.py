@@ -90,7 +90,7 @@ def harness_or_default(harness: Path | None) -> Path:
     """The harness the user named, else the project's default (atoll.toml `harness`), else a clear error."""
     if harness is not None:
         return harness
-    from worlds import PROJECT_FILE, find_project
+    from atoll.worlds import PROJECT_FILE, find_project
 
     project = find_project()
     if project is None or project.harness is None:

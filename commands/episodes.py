@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from commands._shared import (
+from atoll.commands._shared import (
     ConcurrencyOption,
     ExecutorOption,
     HarnessArgument,
@@ -66,10 +66,10 @@ def try_(
     """
     import asyncio
 
-    from evals import grade_episode, load_suite, suite_for, user_for
-    from harnesses import load_harness, prompt_hash, render_prompt, try_episode
-    from views.episode import render_episode, render_prompts
-    from views.evals import render_grade
+    from atoll.evals import grade_episode, load_suite, suite_for, user_for
+    from atoll.harnesses import load_harness, prompt_hash, render_prompt, try_episode
+    from atoll.views.episode import render_episode, render_prompts
+    from atoll.views.evals import render_grade
 
     if message is not None and task is not None:
         fail("give --message TEXT or --task ID (one of them)")
@@ -136,11 +136,11 @@ def eval_(
 
     Example: `optimize eval harnesses/support_agent --split val -k 3`
     """
-    from evals import RunStore, evaluate, suite_for
-    from evals import resume as resume_run
-    from harnesses import load_harness
-    from views.evals import progress_bar, render_eval_result
-    from worlds.base import new_run_id
+    from atoll.evals import RunStore, evaluate, suite_for
+    from atoll.evals import resume as resume_run
+    from atoll.harnesses import load_harness
+    from atoll.views.evals import progress_bar, render_eval_result
+    from atoll.worlds.base import new_run_id
 
     if resume is None:
         harness = harness_or_default(harness)
@@ -194,8 +194,8 @@ def runs(
 
     Example: `optimize runs --kind eval`
     """
-    from evals import RunStore
-    from views.evals import render_runs
+    from atoll.evals import RunStore
+    from atoll.views.evals import render_runs
 
     with RunStore() as store:
         out.print(render_runs(store.runs(limit=limit, kind=kind)))
@@ -216,8 +216,8 @@ def show(
 
     Example: `optimize show latest refund-damaged-blender --prompt`
     """
-    from evals import RunStore
-    from views.evals import render_run
+    from atoll.evals import RunStore
+    from atoll.views.evals import render_run
 
     if prompt and task is None:
         fail("--prompt shows one task's prompt: name the task, e.g. `optimize show latest TASK --prompt`")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from commands._shared import (
+from atoll.commands._shared import (
     ConcurrencyOption,
     ExecutorOption,
     ModelOption,
@@ -93,10 +93,10 @@ def gate(
 
     from pydantic import ValidationError
 
-    from optimizer import GateConfig, gate_power, run_gate, write_json
-    from optimizer import save_baseline as store_baseline
-    from views.gate import append_step_summary, gate_progress, render_gate, write_junit
-    from views.suite_check import power_warning
+    from atoll.optimizer import GateConfig, gate_power, run_gate, write_json
+    from atoll.optimizer import save_baseline as store_baseline
+    from atoll.views.gate import append_step_summary, gate_progress, render_gate, write_junit
+    from atoll.views.suite_check import power_warning
 
     try:  # the options are the gate's settings (`GateConfig`), and where its report goes
         options = {name: given[name] for name in ctx.params if name not in GATE_ONLY}

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from commands._shared import out
+from atoll.commands._shared import out
 
 NameArgument = Annotated[str, typer.Argument(help="A lower-case Python name, e.g. `mydesk`.")]
 IntoOption = Annotated[
@@ -25,7 +25,7 @@ def new_world(name: NameArgument, into: IntoOption = None) -> None:
 
     Example: `optimize new world mydesk`, then `optimize world show mydesk`
     """
-    from worlds import new_world as scaffold
+    from atoll.worlds import new_world as scaffold
 
     made = scaffold(name, root=into)
     _report(made.written, f"optimize world show {name}", f"optimize new suite {name}")
@@ -39,8 +39,8 @@ def new_suite(
 
     Example: `optimize new suite mydesk`, then `optimize suite check evals/mydesk`
     """
-    from evals import display_path, load_suite
-    from evals import new_suite as scaffold
+    from atoll.evals import display_path, load_suite
+    from atoll.evals import new_suite as scaffold
 
     made = scaffold(world, root=into)
     load_suite(made.folder)
@@ -61,8 +61,8 @@ def new_harness(
 
     Example: `optimize new harness mydesk_agent --world mydesk`, then `optimize try --show-prompt`
     """
-    from evals import display_path
-    from harnesses import new_harness as scaffold
+    from atoll.evals import display_path
+    from atoll.harnesses import new_harness as scaffold
 
     made = scaffold(name, world=world, root=into)
     folder = display_path(made.folder)
@@ -70,7 +70,7 @@ def new_harness(
 
 
 def _report(written: list[Path], *next_steps: str) -> None:
-    from evals import display_path
+    from atoll.evals import display_path
 
     for path in written:
         out.print(f"  wrote {display_path(path)}", highlight=False)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from commands._shared import (
+from atoll.commands._shared import (
     ConcurrencyOption,
     ExecutorOption,
     HarnessArgument,
@@ -137,15 +137,15 @@ def run(
     from pydantic import ValidationError
     from rich.live import Live
 
-    from optimizer import (
+    from atoll.optimizer import (
         OptimizeConfig,
         OptimizerEvent,
         OptimizerPaused,
         optimize,
         run_power,
     )
-    from views.optimize import event_line, render_optimize_result, render_status
-    from views.suite_check import power_warning
+    from atoll.views.optimize import event_line, render_optimize_result, render_status
+    from atoll.views.suite_check import power_warning
 
     try:  # the options are the config's fields, spelt flat (`OptimizeConfig.from_options`)
         options = {name: given[name] for name in ctx.params if name not in RUN_ONLY}
@@ -202,9 +202,9 @@ def diff(
 
     Example: `optimize diff main worktree --harness harnesses/support_agent`
     """
-    from evals import RunStore
-    from optimizer import resolve_side
-    from views.compare import render_comparison
+    from atoll.evals import RunStore
+    from atoll.optimizer import resolve_side
+    from atoll.views.compare import render_comparison
 
     with RunStore() as store:
         left, right = resolve_side(a, harness, store), resolve_side(b, harness, store)
@@ -224,8 +224,8 @@ def report(
 
     Example: `optimize report latest --html report.html`
     """
-    from evals import RunStore
-    from views.report import render_report, write_html_report
+    from atoll.evals import RunStore
+    from atoll.views.report import render_report, write_html_report
 
     with RunStore() as store:
         out.print(render_report(store, run_ref))
@@ -242,8 +242,8 @@ def history_(
 
     Example: `optimize history harnesses/support_agent`
     """
-    from optimizer import history
-    from views.history import render_history
+    from atoll.optimizer import history
+    from atoll.views.history import render_history
 
     if as_json:
         print_json([entry.model_dump() for entry in history(harness, limit=limit)])

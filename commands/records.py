@@ -19,7 +19,7 @@ from ._shared import err, fail, harness_or_default, out, print_json
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from service import Feedback, Record, RecordStore
+    from atoll.service import Feedback, Record, RecordStore
 
 records_app = typer.Typer(
     help="List, show and export served calls with their feedback; draft tasks from them.",
@@ -42,14 +42,14 @@ EXPORT_PAGE = 200  # records read at a time by `export`: its memory is a page's,
 
 
 def _records() -> RecordStore:
-    from evals import RunStore
-    from service import RecordStore
+    from atoll.evals import RunStore
+    from atoll.service import RecordStore
 
     return RecordStore(RunStore())  # reading needs no policy: redaction happened when each was written
 
 
 def _since(text: str | None) -> datetime | None:
-    from service import parse_since
+    from atoll.service import parse_since
 
     return None if text is None else parse_since(text)
 
@@ -276,7 +276,7 @@ def records_to_tasks(
 
     Example: `optimize records to-tasks --harness harnesses/support_agent --since 7d --only-negative`
     """
-    from service import draft_tasks
+    from atoll.service import draft_tasks
 
     name, suite = _harness_and_suite(harness, suite)
     report = draft_tasks(_records(), suite, harness=name, since=_since(since), only_negative=only_negative)
@@ -300,8 +300,8 @@ def _harness_and_suite(harness: str | None, suite: Path | None) -> tuple[str, Pa
         if suite is None:
             fail(f"--harness {harness!r} is not a harness folder; give the folder, or its name with --suite")
         return str(harness), suite
-    from evals import suite_for
-    from harnesses import load_harness
+    from atoll.evals import suite_for
+    from atoll.harnesses import load_harness
 
     loaded = load_harness(folder)
     return loaded.name, suite or suite_for(loaded)

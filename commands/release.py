@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
-from commands._shared import (
+from atoll.commands._shared import (
     ConcurrencyOption,
     HarnessArgument,
     ModelOption,
@@ -29,7 +29,7 @@ from commands._shared import (
 )
 
 if TYPE_CHECKING:
-    from service import Release
+    from atoll.service import Release
 
 PUBLISH = "publish"
 
@@ -99,8 +99,8 @@ def publish(
 
     from pydantic import ValidationError
 
-    from service import ReleaseRefused, release_harness, tagged
-    from views.gate import gate_progress, render_gate
+    from atoll.service import ReleaseRefused, release_harness, tagged
+    from atoll.views.gate import gate_progress, render_gate
 
     path = harness_or_default(harness)
     if not path.exists():
@@ -144,8 +144,8 @@ def list_(harness: HarnessArgument = None, as_json: JsonOption = False) -> None:
 
     Example: `optimize release list harnesses/support_agent`
     """
-    from evals import RunStore
-    from service import ReleaseChain
+    from atoll.evals import RunStore
+    from atoll.service import ReleaseChain
 
     name, _ = _released(harness_or_default(harness))
     with RunStore() as store:
@@ -184,8 +184,8 @@ def show(
 
     Example: `optimize release show harnesses/support_agent` or `optimize release show support_agent 3`
     """
-    from evals import RunStore
-    from service import ReleaseChain
+    from atoll.evals import RunStore
+    from atoll.service import ReleaseChain
 
     name, _ = _released(harness)
     with RunStore() as store:
@@ -213,7 +213,7 @@ def rollback(harness: ReleasedArgument, number: NumberArgument, note: NoteOption
 
     Example: `optimize release rollback harnesses/support_agent 2`
     """
-    from service import rollback_harness, tagged
+    from atoll.service import rollback_harness, tagged
 
     name, folder = _released(harness)
     release = rollback_harness(name, number, folder=folder, note=note)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from commands._shared import (
+from atoll.commands._shared import (
     ClockOption,
     HostOption,
     IdleOption,
@@ -43,8 +43,8 @@ def mcp_command(
 
     Example: `optimize mcp helpdesk` (stdio, default fixture), or add `--fixture big_retailer --http --port 8765`.
     """
-    from worlds import get_world
-    from worlds.serve import run_mcp
+    from atoll.worlds import get_world
+    from atoll.worlds.serve import run_mcp
 
     world = get_world(world_name)
     try:
@@ -129,8 +129,8 @@ def serve_command(
 
     Example: `optimize serve --harness harnesses/support_agent --workers 4` answers from four processes.
     """
-    from worlds import Clock, get_world
-    from worlds.serve import ResetRequest, check_bind, run_server
+    from atoll.worlds import Clock, get_world
+    from atoll.worlds.serve import ResetRequest, check_bind, run_server
 
     try:
         check_bind(host, token)  # before anything says "serving"
@@ -141,7 +141,7 @@ def serve_command(
     if recipe is not None:
         if not harnesses:
             fail("--recipe starts jobs for the served harnesses, so name at least one --harness with it")
-        from service import load_recipe
+        from atoll.service import load_recipe
 
         load_recipe(recipe)  # a wrong recipe file stops here, before anything says "serving"
     if workers > 1 and not harnesses:
@@ -170,7 +170,7 @@ def serve_command(
             f"serving {', '.join(worlds) if worlds else 'every world found here'} on {shown} (Ctrl-C stops)"
         )
     if harnesses:
-        from service import run_service
+        from atoll.service import run_service
 
         answered = f" from {workers} processes (Ctrl-C stops)" if workers > 1 else ""
         err.print(f"serving {', '.join(str(h) for h in harnesses)} at http://{host}:{port}/v1{answered}")
@@ -209,8 +209,8 @@ def serve_command(
 
 def _check_served(harnesses: list[Path]) -> None:
     """Load each harness and the records policy they are served under, so a wrong one fails at once."""
-    from harnesses import load_harness
-    from service import load_record_policy
+    from atoll.harnesses import load_harness
+    from atoll.service import load_record_policy
 
     for path in harnesses:
         load_harness(path)  # a HarnessError is one line, from the CLI's error handler

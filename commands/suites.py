@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from commands._shared import err, harness_or_default, out, print_json
+from atoll.commands._shared import err, harness_or_default, out, print_json
 
 BROKEN = 1  # a reference fails its own task: the suite needs fixing, like a failing test
 
@@ -50,9 +50,9 @@ def suite_check(
     """
     from rich.markup import escape
 
-    from evals import check_suite, suite_for
-    from harnesses import load_harness
-    from views.suite_check import render_suite_check
+    from atoll.evals import check_suite, suite_for
+    from atoll.harnesses import load_harness
+    from atoll.views.suite_check import render_suite_check
 
     if suite is None and harness is None:
         harness = harness_or_default(None)  # the project's harness, else a clear error

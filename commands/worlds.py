@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from commands._shared import (
+from atoll.commands._shared import (
     USAGE_ERROR,
     ClockOption,
     err,
@@ -31,7 +31,7 @@ def world_list() -> None:
 
     Example: `optimize world list`
     """
-    from worlds import find_worlds, get_world
+    from atoll.worlds import find_worlds, get_world
 
     table = Table("world", "version", "tables", "tools", "fixtures", "from", "description")
     for name, origin in sorted(find_worlds().items()):
@@ -61,7 +61,7 @@ def world_show(
 
     Example: `optimize world show helpdesk`
     """
-    from worlds import get_world
+    from atoll.worlds import get_world
 
     world = get_world(name)
     counts = {fixture: world.load_fixture(fixture).row_counts for fixture in world.fixtures}
@@ -136,7 +136,7 @@ def world_call(
 
     Example: `optimize world call helpdesk get_order --args '{"order_id": "ORD-1001"}'`
     """
-    from worlds import Clock, get_world
+    from atoll.worlds import Clock, get_world
 
     world = get_world(world_name)
     if tool not in world.tools:
@@ -159,7 +159,7 @@ def world_call(
     if as_json:
         print_json({"result": result.model_dump(), "diff": diff.model_dump()})
     else:
-        from views.world_diff import render_diff, render_value
+        from atoll.views.world_diff import render_diff, render_value
 
         if result.ok:
             out.print(render_value(result.value, title=f"{tool} → result"))

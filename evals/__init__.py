@@ -5,7 +5,7 @@ run ids and row owners are the bottom layer's (`worlds.base`), the paired statis
 (`worlds.base.stats`).
 """
 
-from worlds.base.stats import SplitPower
+from atoll.worlds.base.stats import SplitPower
 
 from ._batch import (
     BatchError,

@@ -34,10 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import harnesses
-import worlds
-from harnesses import Episode, Harness, load_harness
-from harnesses.models import (
+from atoll import harnesses, worlds
+from atoll.harnesses import Episode, Harness, load_harness
+from atoll.harnesses.models import (
     Model,
     ModelUsage,
     ResponseCache,
@@ -45,8 +44,8 @@ from harnesses.models import (
     get_model,
     resolve_model,
 )
-from worlds import AtollError, World
-from worlds.base import new_run_id, now_text
+from atoll.worlds import AtollError, World
+from atoll.worlds.base import new_run_id, now_text
 
 from ._executors import BatchSetup, Executor, executor_for
 from ._graders import grade_episode

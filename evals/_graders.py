@@ -12,8 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from harnesses import Episode, Event
-from worlds import Diff
+from atoll.harnesses import Episode, Event
+from atoll.worlds import Diff
 
 from ._suite import Suite, Task, load_suite
 from .graders._python import FixtureView, run_grader

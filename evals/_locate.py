@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harnesses import Harness
-from worlds import PROJECT_FILE, find_project
+from atoll.harnesses import Harness
+from atoll.worlds import PROJECT_FILE, find_project
 
 from ._suite import SUITE_FILE, SuiteError
 

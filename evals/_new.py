@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from worlds import World, get_world
-from worlds.base.scaffold import Scaffold, project_at, project_root, write_new_folder
+from atoll.worlds import World, get_world
+from atoll.worlds.base.scaffold import Scaffold, project_at, project_root, write_new_folder
 
 from ._locate import SUITES_DIR
 from ._suite import SUITE_FILE, TASKS_DIR

@@ -33,10 +33,10 @@ from typing import Any, Literal
 import sqlite_utils
 from pydantic import BaseModel, Field, TypeAdapter
 
-from harnesses import Episode, Event, PromptPart
-from harnesses.models import ModelUsage, ResponseCache
-from worlds import AtollError, CallRecord
-from worlds.base import live_status, now_text, process_owner
+from atoll.harnesses import Episode, Event, PromptPart
+from atoll.harnesses.models import ModelUsage, ResponseCache
+from atoll.worlds import AtollError, CallRecord
+from atoll.worlds.base import live_status, now_text, process_owner
 
 from .graders._verdict import Grade
 from .metrics import EpisodeOutcome, Metrics

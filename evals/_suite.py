@@ -20,7 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from worlds import AtollError, World, WorldError, get_world
+from atoll.worlds import AtollError, World, WorldError, get_world
 
 from .graders._matchers import Matcher
 from .graders._python import GraderDefinitionError, GraderSpec, PythonGrader, load_graders

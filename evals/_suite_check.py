@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from harnesses import Episode, Event, Harness, load_harness
-from worlds import Diff
-from worlds.base.stats import AcceptanceRule, SplitPower, acceptance_power
+from atoll.harnesses import Episode, Event, Harness, load_harness
+from atoll.worlds import Diff
+from atoll.worlds.base.stats import AcceptanceRule, SplitPower, acceptance_power
 
 from ._graders import grade_episode, grade_state, reference_episode, replay_reference
 from ._suite import Suite, SuiteError, Task, display_path, load_suite

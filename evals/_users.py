@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harnesses import Event, ScriptedUser, UserSide
-from harnesses.models import Model, ModelParams, ModelUsage
+from atoll.harnesses import Event, ScriptedUser, UserSide
+from atoll.harnesses.models import Model, ModelParams, ModelUsage
 
 from ._suite import Task
 

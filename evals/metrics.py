@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, computed_field, model_validator
 
-from harnesses.models import ModelUsage
-from worlds.base.stats import passes
+from atoll.harnesses.models import ModelUsage
+from atoll.worlds.base.stats import passes
 
 
 class EpisodeOutcome(BaseModel):

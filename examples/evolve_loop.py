@@ -3,7 +3,7 @@
 1. Copies the shipped support agent and the helpdesk suite into a throwaway git repository (the job commits
    there, never in this checkout), keeps only the first few train tasks (`--train-tasks`; val is whole) so
    that the job's train evaluations stay short, and publishes the harness's first release.
-2. Serves it with the evolve-on-feedback recipe (`service.recipes:EvolveOnFeedback`), as
+2. Serves it with the evolve-on-feedback recipe (`atoll.service.recipes:EvolveOnFeedback`), as
    `optimize serve --harness ... --recipe ...` would, on a free local port.
 3. Sends a few customer questions through the OpenAI-compatible endpoint and posts negative feedback with a
    correction for each answer (what the reply should have said).
@@ -26,7 +26,6 @@ import json
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -34,14 +33,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the repository's packages, installed or not
 
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
 import yaml  # noqa: E402
 
-from evals import RunStore  # noqa: E402
-from service import ReleaseChain, create_service_app, release_harness  # noqa: E402
+from atoll.evals import RunStore  # noqa: E402
+from atoll.service import ReleaseChain, create_service_app, release_harness  # noqa: E402
 
 HARNESS = "support_agent"
 # What customers asked, and what the support team said the reply should have held (quoted: the phrase a
@@ -89,7 +87,7 @@ def recipe(root: Path, max_minutes: float, max_proposals: int) -> Path:
     """A recipe file: evolve after three negative feedbacks, with a budget that keeps the job short."""
     path = root / "evolve.yaml"
     path.write_text(
-        "recipe: service.recipes:EvolveOnFeedback\n"
+        "recipe: atoll.service.recipes:EvolveOnFeedback\n"
         "settings:\n"
         "  min_negative: 3\n"
         f"  max_proposals: {max_proposals}\n"

@@ -13,7 +13,7 @@ import yaml
 from jinja2.sandbox import SecurityError
 from pydantic import ValidationError
 
-from worlds import World
+from atoll.worlds import World
 
 from ._files import HarnessError
 from ._format import DELEGATE_PREFIX, REPLY_TOOL, SKILL_TOOL, AgentConfig, Demo, HarnessConfig, ToolOverride

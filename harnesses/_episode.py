@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from worlds import CallRecord, Diff
+from atoll.worlds import CallRecord, Diff
 
 from ._format import SKILL_TOOL
 from ._prompt import PromptPart

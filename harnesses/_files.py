@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from worlds import AtollError
+from atoll.worlds import AtollError
 
 _KEY = re.compile(r"[a-z0-9_]+")  # what tempfile.mkdtemp puts after its prefix
 

@@ -17,7 +17,7 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from pydantic import ValidationError
 
-from worlds import World, WorldError, get_world
+from atoll.worlds import World, WorldError, get_world
 
 from . import _checks as checks
 from ._checks import HARNESS_FILE, Problems, error_line, render_problem

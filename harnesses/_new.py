@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worlds import get_world
-from worlds.base.scaffold import (
+from atoll.worlds import get_world
+from atoll.worlds.base.scaffold import (
     Scaffold,
     check_new_name,
     ensure_project_key,

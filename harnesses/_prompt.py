@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from worlds import TIMESTAMP_FORMAT
+from atoll.worlds import TIMESTAMP_FORMAT
 
 from ._harness import Harness
 from ._protocols import PROTOCOLS, NativeProtocol, TextProtocol

@@ -10,12 +10,15 @@ it for the model and parses what comes back:
   with `Observation: {...}`, and the answer is the action `{"tool": "reply", "args":
   {"message": "..."}}`. The prompt ends with `Action:` and generation stops at the newline,
   so the model writes exactly one action per call. Demos are rendered in the same format, so
-  a base model can copy them.
+  a base model can copy them. A reply whose message was cut before it closed (at the token limit,
+  often in a loop of one sentence, or at a newline it wrote) is read as the reply it began: what it
+  said before it repeated itself, less the unfinished sentence (`cut_reply`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +87,7 @@ class Parsed:
     reply: str | None = None
     error: str | None = None
     raw: str = ""
+    read_as: str | None = None  # how an answer not read as written was read, for the transcript
 
 
 def error_json(kind: str, message: str) -> str:
@@ -236,6 +240,10 @@ class TextProtocol:
         try:
             action, _ = json.JSONDecoder().raw_decode(text, start)
         except json.JSONDecodeError as error:
+            message = cut_reply(text[start:])
+            if message is not None:
+                read_as = f"a {REPLY_TOOL} cut before its message closed, read up to its last whole sentence"
+                return Parsed(reply=message, raw=raw, read_as=read_as)
             return Parsed(error=f"the action is not valid JSON ({error.msg}); {shape}", raw=raw)
         if not isinstance(action, dict) or not isinstance(action.get("tool"), str):
             return Parsed(error=f'the action needs a "tool" name; {shape}', raw=raw)
@@ -251,6 +259,46 @@ class TextProtocol:
             calls=[Call(id=call_id, name=action["tool"], arguments=arguments, raw=_compact(arguments))],
             raw=raw,
         )
+
+
+_CUT_REPLY = re.compile(
+    rf'\{{\s*"tool"\s*:\s*"{REPLY_TOOL}"\s*,\s*"args"\s*:\s*\{{\s*"message"\s*:\s*"(?P<body>.*)', re.S
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def cut_reply(action: str) -> str | None:
+    """The message of a reply action that stops before its JSON closed, without its repeats (see
+    `without_repeats`); None when `action` is no such reply or its message is empty."""
+    match = _CUT_REPLY.match(action)
+    if match is None:
+        return None
+    body = match["body"]
+    try:  # the message closed and only the braces are missing
+        message, _ = json.JSONDecoder().raw_decode(f'"{body}')
+    except json.JSONDecodeError:
+        body = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", body)  # an escape cut in the middle
+        try:
+            message = json.loads(f'"{body}"')
+        except json.JSONDecodeError:
+            message = body
+    return without_repeats(message) or None
+
+
+def without_repeats(text: str) -> str:
+    """`text` up to the first sentence it says again, and without an unfinished last sentence when a
+    whole one comes before it: what a model said before it fell into a loop and was cut."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    for sentence in _SENTENCE_END.split(text.strip()):
+        key = " ".join(sentence.split()).casefold()
+        if key in seen:
+            return " ".join(kept)
+        seen.add(key)
+        kept.append(sentence)
+    if len(kept) > 1 and not kept[-1].rstrip().endswith((".", "!", "?")):
+        kept.pop()
+    return " ".join(kept)
 
 
 class NativeProtocol:

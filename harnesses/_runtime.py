@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from worlds import TIMESTAMP_FORMAT, Instance
+from atoll.worlds import TIMESTAMP_FORMAT, Instance
 
 from ._episode import Episode, Event, StopReason
 from ._format import Limits

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from worlds import TIMESTAMP_FORMAT
+from atoll.worlds import TIMESTAMP_FORMAT
 
 from ._files import HarnessError
 from ._harness import Harness

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from worlds import ToolFailure, ToolResult
+from atoll.worlds import ToolFailure, ToolResult
 
 from ._episode import NOT_REMEMBERED, CallMemory, EventKind
 from ._format import Guards, ToolChoice
@@ -260,6 +260,8 @@ async def take_turn(
         memory.failed_answers.add((name, parsed.raw))
         turns += [AssistantTurn(raw=parsed.raw), ErrorTurn(message)]
         return Step(response, problem=message)
+    if parsed.read_as is not None:
+        emit(Note("notice", f"{parsed.read_as} (as written: {_one_line(parsed.raw)[:200]})"))
     if (
         parsed.reply is not None
         and guards.look_first

@@ -4,7 +4,7 @@ The public surface is exactly what `__all__` lists. The statistics it decides wi
 layer (`worlds.base.stats`), where evals reads them too; they are exported here as well.
 """
 
-from worlds.base.stats import (
+from atoll.worlds.base.stats import (
     AcceptanceRule,
     Comparison,
     Decision,
@@ -22,6 +22,7 @@ from worlds.base.stats import (
 )
 
 from . import git
+from ._commits import commit_message
 from ._compare import DiffSide, Flip, ReportError, resolve_side, task_flips
 from ._config import (
     RULE_OPTIONS,
@@ -49,7 +50,7 @@ from ._gate_result import (
     write_json,
 )
 from ._history import HistoryEntry, history
-from ._loop import commit_message, optimize
+from ._loop import optimize
 from ._objective import (
     Objective,
     ObjectiveComparison,

@@ -15,9 +15,9 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel
 
-from evals import RunRecord, RunStore, StoreError, passes
-from harnesses import HarnessError, load_harness
-from worlds import AtollError
+from atoll.evals import RunRecord, RunStore, StoreError, passes
+from atoll.harnesses import HarnessError, load_harness
+from atoll.worlds import AtollError
 
 from . import git
 

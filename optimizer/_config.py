@@ -15,10 +15,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
-from evals import ExecutorSpec
-from harnesses.models import ModelUsage
-from worlds import RUN_FAILED, AtollError
-from worlds.base.stats import AcceptanceRule, Decision
+from atoll.evals import ExecutorSpec
+from atoll.harnesses.models import ModelUsage
+from atoll.worlds import RUN_FAILED, AtollError
+from atoll.worlds.base.stats import AcceptanceRule, Decision
 
 from ._objective import Objective, ObjectiveRule
 

@@ -17,7 +17,7 @@ from dspy.clients.engines.base import validate_request
 from dspy.lm15 import FINISH_REASONS, Config, Message, Request, Response, TextPart, response_to_events
 from dspy.lm15 import Usage as DspyUsage
 
-from harnesses.models import Model, ModelParams, ModelUsage
+from atoll.harnesses.models import Model, ModelParams, ModelUsage
 
 
 class AsyncModelEngine:

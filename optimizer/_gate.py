@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evals import (
+from atoll.evals import (
     BatchError,
     BatchProgress,
     BatchResult,
@@ -36,10 +36,10 @@ from evals import (
     passes,
     suite_for,
 )
-from harnesses import Harness, HarnessError, load_harness
-from harnesses.models import Model, ModelError, ResponseCache, check_model, get_model, resolve_model
-from worlds import WorldError
-from worlds.base.stats import TIE_TOLERANCE, GateRule, GateVerdict, PairedScores, Tolerance, gate
+from atoll.harnesses import Harness, HarnessError, load_harness
+from atoll.harnesses.models import Model, ModelError, ResponseCache, check_model, get_model, resolve_model
+from atoll.worlds import WorldError
+from atoll.worlds.base.stats import TIE_TOLERANCE, GateRule, GateVerdict, PairedScores, Tolerance, gate
 
 from . import git
 from ._gate_result import (

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
-from worlds import AtollError
-from worlds.base.stats import GateVerdict
+from atoll.worlds import AtollError
+from atoll.worlds.base.stats import GateVerdict
 
 REPORT_FORMAT = "atoll-gate-report"
 BASELINE_FORMAT = "atoll-baseline"

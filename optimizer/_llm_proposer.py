@@ -14,7 +14,7 @@ import dspy
 import yaml
 from pydantic import BaseModel, Field
 
-from harnesses.models import Model, ModelError, ModelUsage
+from atoll.harnesses.models import Model, ModelError, ModelUsage
 
 from ._dspy_engine import dspy_lm
 from ._proposal import FailureReport, Proposal, ProposalContext

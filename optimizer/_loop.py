@@ -3,6 +3,10 @@
 Each iteration draws its randomness from (run seed, iteration) and names every evaluation by
 (run, role, harness hash), so a resumed run regenerates the same proposal and finds the
 episodes it already ran in the store instead of running them again.
+
+The loop decides; its helpers each keep one part of a run: `Evaluations` (_evaluations.py) plays and
+keeps the batches, `Proposing` (_proposing.py) gets each slot's new proposal, the screen races a
+candidate (_screen.py) and `Commits` (_commits.py) puts what is accepted into git.
 """
 
 from __future__ import annotations
@@ -12,27 +16,24 @@ import json
 import random
 import time
 from collections.abc import Callable
-from functools import cached_property
 from typing import Any
 
-from evals import (
+from atoll.evals import (
     BatchProgress,
     BatchResult,
     RunStore,
     Suite,
-    evaluate_batch,
-    in_flight,
     load_suite,
     suite_for,
 )
-from evals.metrics import EpisodeOutcome
-from harnesses import Harness, HarnessError, content_hash, load_harness
-from harnesses.models import Model, ModelError, ResponseCache, check_model, get_model, resolve_model
-from worlds.base import new_run_id, now_text
-from worlds.base.stats import Decision, PairedScores, decide, passes
+from atoll.evals.metrics import EpisodeOutcome
+from atoll.harnesses import Harness, HarnessError, content_hash, load_harness
+from atoll.harnesses.models import Model, ModelUsage, ResponseCache, check_model, get_model, resolve_model
+from atoll.worlds.base import new_run_id
+from atoll.worlds.base.stats import Decision, PairedScores, decide, passes
 
 from . import git
-from ._bandit import PAST_WEIGHT, Bandit, Counts, tally
+from ._commits import Commits
 from ._config import (
     OptimizeConfig,
     OptimizerError,
@@ -41,25 +42,20 @@ from ._config import (
     OptimizerPaused,
     OptimizerStatus,
 )
+from ._evaluations import Evaluations
 from ._objective import (
-    ObjectiveDecision,
     PairedCosts,
     decide_objective,
-    load_decision,
-    objective_figures,
     spend_per_episode,
     spent,
 )
 from ._optimizations import OptimizationStore
 from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, held_out_leak, unified_patch
-from ._registry import check_proposer, make_operators
+from ._proposing import NOTHING_NEW, Proposing, configured_proposers
 from ._screen import CostRace, ScreenRecord, race, race_order
 from ._strategy import STRATEGIES, ParentStrategy
 
 OnEvent = Callable[[OptimizerEvent], None]
-
-REASKS = 2  # how often, in one proposal slot, a proposer that repeated an earlier proposal is asked again
-NOTHING_NEW = ("none", "duplicate")  # verdicts of a slot in which no proposer had new files to try
 
 
 def new_optimization_id() -> str:
@@ -92,31 +88,6 @@ def _failure_report(result: Any, suite: Suite) -> FailureReport:
         diff=json.dumps(episode.diff.summary()),
         feedback=[check.line() for check in result.grade.failed_checks] or [episode.error or "no feedback"],
         patterns=episode.patterns,
-    )
-
-
-def commit_message(
-    proposal: Proposal, decision: Decision, run_id: str, iteration: int, k: int, harness_hash: str
-) -> str:
-    """The commit message of an accepted variant: what changed, why, and the figures that decided it."""
-    c = decision.comparison
-    rule = decision.rule
-    headline = proposal.rationale.split("\n")[0]
-    if isinstance(decision, ObjectiveDecision):  # quality held, the objective lowered: both figures
-        bound = f"lower bound {c.lower_bound:+.3f} >= {-decision.rule.tolerance or 0.0:+g} (tolerance {decision.rule.tolerance:g})"
-        evidence = f"{bound}\nObjective: {objective_figures(decision.objective, decision.rule)}"
-    else:
-        evidence = f"lower bound {c.lower_bound:+.3f} > min effect {rule.min_effect}"
-    return (
-        f"atoll({proposal.operator}): {headline[:72]}\n\n"
-        f"{proposal.rationale}\n\n"
-        f"Gate (val split, {len(c.deltas)} tasks x {k} seed(s), paired): "
-        f"{c.incumbent_mean:.3f} -> {c.candidate_mean:.3f} ({c.mean_delta:+.3f})\n"
-        f"Sign test p={c.p_better:.4g} ({c.wins} tasks better, {c.losses} worse, {c.ties} tied); "
-        f"bootstrap {rule.confidence:.0%} {evidence} "
-        f"({rule.resamples} resamples, seed {rule.seed})\n\n"
-        f"Atoll-Run: {run_id}\nAtoll-Iteration: {iteration}\nAtoll-Operator: {proposal.operator}\n"
-        f"Atoll-Harness: {harness_hash}\n"
     )
 
 
@@ -166,32 +137,30 @@ class Optimization:
         self.model: Model = model
         for name in config.models or []:  # a model the search may choose must be usable before it starts
             check_model(name)
-        self.proposers = proposers if proposers is not None else self._proposers()
-        for proposer in self.proposers:
-            check_proposer(proposer)
         self.strategy = strategy or STRATEGIES[config.strategy]
         self.status = OptimizerStatus(run_id=run_id, max_proposals=config.max_proposals)
         self.started = time.monotonic()
-        self.evaluations: dict[str, BatchResult] = {}
-        self.train_seconds = 0.0
-        train = [task.id for task in self.suite.select(split="train")]
-        if config.train_sample is not None and config.train_sample < len(train):
-            train = sorted(random.Random(f"{config.seed}:train").sample(train, config.train_sample))
-        self.train_tasks = train
-
-    def _proposers(self) -> list[Proposer]:
-        operators = make_operators(
-            self.config.operators, objective=self.config.objective, models=bool(self.config.models)
+        self.evaluations = Evaluations(
+            run_id,
+            config,
+            self.suite,
+            model,
+            store,
+            config.harness,
+            on_start=lambda stage: self._emit("evaluate", stage=stage, batch_done=0, batch_total=0),
+            on_progress=self._on_progress,
         )
-        if self.config.proposer_model:
-            from ._llm_proposer import LLMProposer
-
-            check_model(self.config.proposer_model)
-            proposer_model = get_model(self.config.proposer_model, cache=ResponseCache.default())
-            operators.insert(0, LLMProposer(proposer_model))
-        if not operators:
-            raise OptimizerError("no proposers: name at least one operator or give --proposer-model")
-        return operators
+        self.proposing = Proposing(
+            run_id,
+            proposers if proposers is not None else configured_proposers(config),
+            self.optimizations,
+            self.start,
+            config.harness,
+            seed=config.seed,
+            usage=self._add_usage,
+            on_repeat=lambda line: self._emit("decision", stage=line),
+        )
+        self.commits = Commits(run_id, config, self.optimizations)
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -202,57 +171,15 @@ class Optimization:
         if self.on_event is not None:
             self.on_event(OptimizerEvent(kind=kind, status=self.status.model_copy(), decision=decision))
 
+    def _add_usage(self, usage: ModelUsage) -> None:
+        self.status.usage += usage
+
     def _on_progress(self, progress: BatchProgress) -> None:
         if progress.kind == "episode" and progress.last is not None:
             usage = progress.last.episode.usage
             self.status.episodes += 1
             self.status.usage += usage
         self._emit("progress", batch_done=progress.done, batch_total=progress.total)
-
-    # -- evaluation -----------------------------------------------------------------------------
-
-    async def _evaluate(self, harness: Harness, role: str, *, key: str = "", **selection: Any) -> BatchResult:
-        """Evaluate `harness` once per (role, key): the run id makes a resumed run find its episodes."""
-        run_id = f"{self.id}-{role}{key}-{harness.hash[:12]}"
-        if run_id in self.evaluations:
-            return self.evaluations[run_id]
-        self._emit("evaluate", stage=f"{role}: {harness.hash[:8]}", batch_done=0, batch_total=0)
-        self.store.forget_outages(run_id)  # a resumed run asks the model again where it was down
-        result = await evaluate_batch(
-            harness,
-            self.suite,
-            model=self.model,
-            concurrency=self.config.concurrency,
-            store=self.store,
-            run_id=run_id,
-            kind=f"optimize-{role}",
-            on_progress=self._on_progress,
-            reuse=self.config.reuse,
-            executor=self.config.executor,
-            **selection,
-        )
-        outages = sum(r.episode.stop_reason == "model_error" for r in result.results)
-        if result.results and outages / len(result.results) > self.config.rule.max_error_rate:
-            reason = next(r.episode.error for r in result.results if r.episode.stop_reason == "model_error")
-            raise OptimizerPaused(
-                f"the model stopped answering ({outages} of {len(result.results)} episodes of the {role} "
-                f"evaluation failed: {reason}); the run is saved, resume it with "
-                f"`optimize run {self.harness_path} --resume {self.id}`"
-            )
-        self.evaluations[run_id] = result
-        return result
-
-    async def _on_val(self, harness: Harness) -> BatchResult:
-        """The val batch a variant is decided on (stored as the `gate` role, which older runs resume by)."""
-        return await self._evaluate(harness, "gate", split="val", k=self.config.k)
-
-    async def _train(self, harness: Harness) -> BatchResult:
-        """The harness on the train sample, one seed each: where proposers find failures to fix.
-        Its time is one-off per harness, so it is kept out of the per-proposal estimate."""
-        began = time.monotonic()
-        result = await self._evaluate(harness, "train", tasks=self.train_tasks, k=1)
-        self.train_seconds += time.monotonic() - began
-        return result
 
     # -- budget ---------------------------------------------------------------------------------
 
@@ -287,17 +214,19 @@ class Optimization:
         )
         incumbent = self.start
         if resuming:
-            incumbent = self._replay_accepted(rows)
+            incumbent = self.commits.replay_accepted(rows, self.start, self.store.harness_files, self.world)
         self._emit("start", stage="baseline", incumbent_hash=incumbent.hash)
-        start_val = await self._on_val(self.start)
-        val_s = self._seconds(start_val, len(start_val.results))
-        incumbent_val = await self._on_val(incumbent)
+        start_val = await self.evaluations.val(self.start)
+        val_s = self.evaluations.seconds(start_val, len(start_val.results))
+        incumbent_val = await self.evaluations.val(incumbent)
         self._emit(
             "evaluate", start_score=_mean(start_val.scores()), incumbent_score=_mean(incumbent_val.scores())
         )
         scores_test = config.score_test and self._has_test()
         test_s = (
-            self._seconds(start_val, len(self.suite.select(split="test")) * config.k) if scores_test else 0.0
+            self.evaluations.seconds(start_val, len(self.suite.select(split="test")) * config.k)
+            if scores_test
+            else 0.0
         )
         longest_step_s = 0.0
         pool: list[tuple[Harness, BatchResult]] = []
@@ -326,11 +255,11 @@ class Optimization:
                 break
             rng = random.Random(f"{config.seed}:{iteration}")
             parent = self.strategy.choose((incumbent, incumbent_val), pool, rng)
-            began, trained = time.monotonic(), self.train_seconds
+            began, trained = time.monotonic(), self.evaluations.train_seconds
             verdict, candidate, candidate_val = await self._iteration(
                 iteration, rng, parent, incumbent, incumbent_val
             )
-            step_s = time.monotonic() - began - (self.train_seconds - trained)
+            step_s = time.monotonic() - began - (self.evaluations.train_seconds - trained)
             longest_step_s = max(longest_step_s, step_s)
             if verdict == "accept":
                 incumbent, incumbent_val = candidate, candidate_val
@@ -344,24 +273,16 @@ class Optimization:
                     pool.append((candidate, candidate_val))
         test_start = test_final = None
         if scores_test:  # only now, for the report: nothing accepted, the start's test score is the final's
-            test_start = await self._evaluate(self.start, "test", split="test", k=config.k)
+            test_start = await self.evaluations.evaluate(self.start, "test", split="test", k=config.k)
             test_final = test_start
             if incumbent.hash != self.start.hash:
-                test_final = await self._evaluate(incumbent, "test", split="test", k=config.k)
+                test_final = await self.evaluations.evaluate(incumbent, "test", split="test", k=config.k)
         return self._result(
             "finished", stop_reason, incumbent, start_val, incumbent_val, test_start, test_final
         )
 
     def _has_test(self) -> bool:
         return bool(self.suite.select(split="test"))
-
-    def _seconds(self, sample: BatchResult, episodes: int) -> float:
-        """About how long `episodes` episodes like `sample`'s take in a batch: from their recorded durations,
-        so an evaluation reused from the store, which took no time now, still says what one costs."""
-        if not sample.results or not episodes:
-            return 0.0
-        mean = sum(r.episode.duration_s for r in sample.results) / len(sample.results)
-        return episodes * mean / min(in_flight(self.model, self.config.concurrency), episodes)
 
     async def _iteration(
         self,
@@ -372,21 +293,21 @@ class Optimization:
         incumbent_val: BatchResult,
     ) -> tuple[str, Harness | None, BatchResult | None]:
         self._emit("proposal", stage="proposing", iteration=iteration + 1, operator=None, rationale=None)
-        parent_train = await self._train(parent)
+        parent_train = await self.evaluations.train(parent)
         context = ProposalContext(
             files=parent.files(),
             harness_hash=parent.hash,
             harness=parent,
             failures=[_failure_report(r, self.suite) for r in parent_train.failures()],
             passing_episodes=[r for r in parent_train.results if r.passed],
-            train_tasks=[self.suite.task(task) for task in self.train_tasks],
+            train_tasks=[self.suite.task(task) for task in self.evaluations.train_tasks],
             world_tools=list(self.world.tools),
             rng=rng,
             iteration=iteration,
             objective=self.config.objective,
             models=self.config.models or [],
         )
-        proposal, repeats = await self._new_proposal(iteration, context, incumbent)
+        proposal, repeats = await self.proposing.next(iteration, context, incumbent)
         if proposal is None:
             return self._nothing_new(iteration, repeats)
         self._emit("proposal", operator=proposal.operator, rationale=proposal.rationale)
@@ -421,7 +342,7 @@ class Optimization:
                 self.optimizations.save_step(self.id, iteration, verdict="screened_out")
                 return self._rejected("screened_out", screen.reason)
             self._emit("screen", stage="confirming on the val split")
-            candidate_val = await self._on_val(candidate)
+            candidate_val = await self.evaluations.val(candidate)
         except HarnessError as error:
             return self._invalid(iteration, str(error))
         incumbent_evidence, candidate_evidence = _outcomes(incumbent_val), _outcomes(candidate_val)
@@ -437,7 +358,7 @@ class Optimization:
         if not decision.accepted:
             self.status.rejected += 1
             return decision.verdict, candidate, candidate_val
-        self._commit(iteration, proposal, decision, candidate)
+        self.commits.commit(iteration, proposal, decision, candidate)
         self.status.accepted += 1
         return "accept", candidate, candidate_val
 
@@ -491,55 +412,11 @@ class Optimization:
         )
         confirmed = []
         for harness, evidence in sides:
-            batch = await self._evaluate(
+            batch = await self.evaluations.evaluate(
                 harness, "confirm", key=str(iteration), tasks=tasks, k=self.config.confirm_k
             )
             confirmed.append([o for o in evidence if o.task_id not in tasks] + _outcomes(batch))
         return confirmed
-
-    async def _new_proposal(
-        self, iteration: int, context: ProposalContext, incumbent: Harness
-    ) -> tuple[Proposal | None, list[tuple[Proposal, str]]]:
-        """The first proposal, proposers in bandit order, whose files are new, and the repeats passed over
-        on the way, each with what it repeats. A repeat uses no proposal slot: the next proposer is asked,
-        then those that repeated are asked again with fresh randomness, REASKS times at most, so a
-        proposer that only repeats itself cannot hold the run. Every ask is seeded by (run seed,
-        iteration, ask), so a resumed run passes over the same repeats and lands on the same proposal."""
-        repeats: list[tuple[Proposal, str]] = []
-        proposers = self._proposer_order(iteration)
-        for ask in range(REASKS + 1):
-            if ask:
-                rng = random.Random(f"{self.config.seed}:{iteration}:ask{ask}")
-                context = context.model_copy(update={"rng": rng})
-            repeated = []
-            for proposer in proposers:
-                proposal = await self._propose(proposer, context)
-                if proposal is None:
-                    continue
-                what = self._repeat_of(content_hash(proposal.files), incumbent, iteration)
-                if what is None:
-                    return proposal, repeats
-                repeats.append((proposal, what))
-                repeated.append(proposer)
-                again = f"; asked again, {ask + 1} of {REASKS + 1} times" if ask else ""
-                self._emit(
-                    "decision", stage=f"duplicate, not counted: {proposal.operator} proposed {what}{again}"
-                )
-            proposers = repeated
-        return None, repeats
-
-    def _repeat_of(self, candidate_hash: str, incumbent: Harness, iteration: int) -> str | None:
-        """What a candidate with these files repeats, in words (the incumbent, the start, an earlier
-        proposal of this run); None when its files are new."""
-        if candidate_hash == incumbent.hash:
-            return "no change from the incumbent"
-        if candidate_hash == self.start.hash:
-            return "the start harness again"
-        for row in self.optimizations.proposal_rows(self.id):
-            tried = row["verdict"] not in (None, *NOTHING_NEW)
-            if row["candidate_hash"] == candidate_hash and row["iteration"] < iteration and tried:
-                return f"the same files as proposal {row['iteration'] + 1} ({row['verdict']})"
-        return None
 
     def _nothing_new(self, iteration: int, repeats: list[tuple[Proposal, str]]) -> tuple[str, None, None]:
         """Record a slot in which no proposer had anything new: it is spent, and says why."""
@@ -566,19 +443,6 @@ class Optimization:
         )
         return "duplicate", None, None
 
-    async def _propose(self, proposer: Proposer, context: ProposalContext) -> Proposal | None:
-        """One proposer's candidate; its model spend counts toward the budgets, its outage pauses."""
-        before = proposer.usage.model_copy()
-        try:
-            return await proposer.propose(context)
-        except ModelError as error:
-            raise OptimizerPaused(
-                f"the proposer model stopped answering ({error}); the run is saved, resume it with "
-                f"`optimize run {self.harness_path} --resume {self.id}`"
-            ) from None
-        finally:
-            self.status.usage += proposer.usage - before
-
     def _invalid(self, iteration: int, error: str, **step: Any) -> tuple[str, None, None]:
         """A candidate that does not load or render: recorded with its error and skipped, so a
         resumed run never replays it."""
@@ -596,7 +460,7 @@ class Optimization:
         """Race the candidate against the incumbent's train episodes (see _screen.py). Only the
         candidate runs, one batch of new train tasks per round, each batch an evaluation of its own
         key, so a resumed run finds the rounds it already ran and reaches the same decision."""
-        incumbent_train = await self._train(incumbent)
+        incumbent_train = await self.evaluations.train(incumbent)
         failing = [r.task_id for r in incumbent_train.failures()]
         passing = [r.task_id for r in incumbent_train.results if r.passed]
         order = race_order(failing, passing, random.Random(f"{self.config.seed}:{iteration}:screen"))
@@ -613,7 +477,7 @@ class Optimization:
 
         async def evaluate(tasks: list[str]) -> dict[str, list[float | None]]:
             key = hashlib.sha256(",".join(sorted(tasks)).encode()).hexdigest()[:8]
-            batch = await self._evaluate(candidate, "screen", key=key, tasks=tasks, k=1)
+            batch = await self.evaluations.evaluate(candidate, "screen", key=key, tasks=tasks, k=1)
             if costs is not None:
                 costs.candidate.update(spent(_outcomes(batch), costs.objective))
             return batch.scores()
@@ -629,77 +493,6 @@ class Optimization:
             announce=announce,
             costs=costs,
         )
-
-    @cached_property
-    def _operator_priors(self) -> Counts:
-        """Past runs' record per operator on this harness, read at the first proposal and stored with
-        the run, so a resumed run draws from the same priors whatever ran in between."""
-        stored = (self.optimizations.run(self.id) or {}).get("operator_priors")
-        if stored:
-            return {name: (wins, losses) for name, (wins, losses) in json.loads(stored).items()}
-        priors = tally(self.optimizations.past_verdicts(self.start.name, exclude=self.id), PAST_WEIGHT)
-        self.optimizations.update_run(self.id, operator_priors=json.dumps(priors))
-        return priors
-
-    def _proposer_order(self, iteration: int) -> list[Any]:
-        """The proposers to try in turn: Thompson sampling on this run's verdicts before `iteration` over
-        the stored priors, drawn with the iteration's own seed, so a resume makes the same choice."""
-        bandit = Bandit([proposer.name for proposer in self.proposers], self._operator_priors)
-        for row in self.optimizations.proposal_rows(self.id):
-            if row["iteration"] < iteration:
-                bandit.record(row["operator"], row["verdict"])
-        draw = random.Random(f"{self.config.seed}:{iteration}:bandit")
-        rank = {name: i for i, name in enumerate(bandit.order(draw))}
-        return sorted(self.proposers, key=lambda proposer: rank[proposer.name])
-
-    def _commit(self, iteration: int, proposal: Proposal, decision: Decision, candidate: Harness) -> None:
-        """Write and commit an accepted variant; the step is marked committed only after git has it.
-
-        Idempotent for a resumed run: a commit already carrying this run's trailer for the
-        candidate is found and recorded instead of made twice.
-        """
-        path, branch = self.harness_path, self.config.branch
-        sha = None
-        if not self.config.commit:
-            candidate.write(path)
-        else:
-            trailers = [f"Atoll-Run: {self.id}", f"Atoll-Harness: {candidate.hash}"]
-            sha = git.find_commit(path, trailers, ref=branch or "HEAD")
-            if sha is None:
-                message = commit_message(
-                    proposal, decision, self.id, iteration, self.config.k, candidate.hash
-                )
-                if branch is None or branch == git.current_branch(path):
-                    candidate.write(path)
-                    sha = git.commit_folder(path, message)
-                else:
-                    sha = git.commit_folder(path, message, branch=branch, files=candidate.files())
-        self.optimizations.save_step(
-            self.id, iteration, commit_sha=sha or "uncommitted", decided_at=now_text()
-        )
-        self.optimizations.update_run(self.id, incumbent_hash=candidate.hash)
-
-    def _replay_accepted(self, rows: dict[int, dict[str, Any]]) -> Harness:
-        """The incumbent a resumed run starts from: the last accepted variant, committed now if a
-        crash came between the decision and the commit."""
-        incumbent = self.start
-        for iteration in sorted(rows):
-            row = rows[iteration]
-            if row["verdict"] != "accept":
-                continue
-            files = self.store.harness_files(row["candidate_hash"])
-            incumbent = Harness.from_files(files, source=str(self.harness_path), world=self.world)
-            if not row["commit_sha"]:
-                decision = load_decision(row["decision"])
-                proposal = Proposal(
-                    operator=row["operator"],
-                    rationale=row["rationale"],
-                    files=files,
-                    parent_hash=row["parent_hash"],
-                    patch=row["patch"],
-                )
-                self._commit(iteration, proposal, decision, incumbent)
-        return incumbent
 
     def _result(
         self,

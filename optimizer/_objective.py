@@ -25,8 +25,8 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evals.metrics import EpisodeOutcome
-from worlds.base.stats import (
+from atoll.evals.metrics import EpisodeOutcome
+from atoll.worlds.base.stats import (
     TIE_TOLERANCE,
     Decision,
     GateRule,

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evals import RunStore
-from worlds.base import live_status, now_text, process_owner
-from worlds.base.stats import Decision
+from atoll.evals import RunStore
+from atoll.worlds.base import live_status, now_text, process_owner
+from atoll.worlds.base.stats import Decision
 
 from ._config import OptimizeConfig, StepRecord
 from ._objective import ObjectiveDecision, load_decision

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from evals import load_suite, suite_for
-from harnesses import load_harness
-from worlds import AtollError
-from worlds.base.stats import GateRule, SplitPower, acceptance_power, sign_test_needs
+from atoll.evals import load_suite, suite_for
+from atoll.harnesses import load_harness
+from atoll.worlds import AtollError
+from atoll.worlds.base.stats import GateRule, SplitPower, acceptance_power, sign_test_needs
 
 if TYPE_CHECKING:
     from ._config import OptimizeConfig

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, field_validator
 
-from harnesses.models import ModelUsage
+from atoll.harnesses.models import ModelUsage
 
 
 class FailureReport(BaseModel):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import cache
 from importlib.metadata import entry_points
 
-from harnesses.models import ModelUsage
+from atoll.harnesses.models import ModelUsage
 
 from ._config import OptimizerError
 from ._operators import cost_operators, default_operators, model_operators

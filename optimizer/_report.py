@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from evals import RunStore, StoreError
-from harnesses.models import ModelUsage
+from atoll.evals import RunStore, StoreError
+from atoll.harnesses.models import ModelUsage
 
 from ._compare import ReportError
 from ._config import FrontierPoint, OptimizeResult, StepRecord

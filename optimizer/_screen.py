@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from worlds.base.stats import TIE_TOLERANCE
+from atoll.worlds.base.stats import TIE_TOLERANCE
 
 Scores = Mapping[str, Sequence[float | None]]
 Evaluate = Callable[[list[str]], Awaitable[Scores]]

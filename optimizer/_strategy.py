@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from typing import Protocol
 
-from evals import BatchResult
-from harnesses import Harness
+from atoll.evals import BatchResult
+from atoll.harnesses import Harness
 
 Candidate = tuple[Harness, BatchResult]  # a harness with its val evaluation
 

@@ -1,6 +1,6 @@
 """Git plumbing for harness versions: every accepted variant is one commit of the harness folder.
 
-Public (`from optimizer import git`) because the service releases and tags those commits too.
+Public (`from atoll.optimizer import git`) because the service releases and tags those commits too.
 
 Commits on the checked-out branch go through the ordinary index so the working tree and
 `git status` stay consistent. Commits on another branch (`--branch`) go through a private
@@ -16,7 +16,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from worlds import AtollError
+from atoll.worlds import AtollError
 
 __all__ = [
     "GitError",

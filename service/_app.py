@@ -17,10 +17,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from evals import RunStore
-from harnesses.models import Model
-from worlds import World
-from worlds.serve import ResetRequest, check_bind, check_token, create_app
+from atoll.evals import RunStore
+from atoll.harnesses.models import Model
+from atoll.worlds import World
+from atoll.worlds.serve import ResetRequest, check_bind, check_token, create_app
 
 from ._console_api import console_router
 from ._endpoint import RECORD_HEADER, HarnessEndpoint

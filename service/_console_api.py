@@ -23,8 +23,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evals import MAX_SEED, RunRecord, RunStore, StoreError
-from optimizer import ReportError, list_optimizations, load_run_report, proposal_patches
+from atoll.evals import MAX_SEED, RunRecord, RunStore, StoreError
+from atoll.optimizer import ReportError, list_optimizations, load_run_report, proposal_patches
 
 from ._records import RecordStore, ReleaseTraffic
 from ._releases import MAX_NUMBER, Release, ReleaseChain, ReleaseError, StaleRelease

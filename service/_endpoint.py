@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harnesses import (
+from atoll.harnesses import (
     ConversationError,
     Harness,
     HarnessError,
@@ -30,7 +30,7 @@ from harnesses import (
     load_harness,
     next_message,
 )
-from harnesses.models import Model, ModelError, ModelRequestError, get_model, resolve_model
+from atoll.harnesses.models import Model, ModelError, ModelRequestError, get_model, resolve_model
 
 from ._records import NewRecord, Record, RecordError, RecordStore
 from ._releases import Release, ReleaseChain, ReleaseError

@@ -10,8 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticUndefined
 
-from optimizer import Objective, OptimizeConfig, config_field, operator_names
-from worlds import AtollError
+from atoll.optimizer import Objective, OptimizeConfig, config_field, operator_names
+from atoll.worlds import AtollError
 
 HTTP_MAX_MINUTES = 240.0  # the bounds of a job started over HTTP (`JobRequestOptions`)
 HTTP_MAX_PROPOSALS = 100

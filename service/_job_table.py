@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evals import RunStore
-from worlds.base import live_status, now_text, process_owner
+from atoll.evals import RunStore
+from atoll.worlds.base import live_status, now_text, process_owner
 
 from ._job_models import Job, JobKind, UnknownJob
 

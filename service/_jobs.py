@@ -33,10 +33,10 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from evals import BatchProgress, RunStore, suite_for
-from harnesses import load_harness
-from harnesses.models import Model
-from optimizer import (
+from atoll.evals import BatchProgress, RunStore, suite_for
+from atoll.harnesses import load_harness
+from atoll.harnesses.models import Model
+from atoll.optimizer import (
     GateConfig,
     GateProgress,
     OptimizeResult,
@@ -44,8 +44,8 @@ from optimizer import (
     git,
     optimize,
 )
-from worlds import AtollError
-from worlds.base import new_run_id, now_text, process_owner
+from atoll.worlds import AtollError
+from atoll.worlds.base import new_run_id, now_text, process_owner
 
 from ._job_log import JobLog
 from ._job_models import (

@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from evals import RunStore
-from worlds.base import live_status, process_owner
+from atoll.evals import RunStore
+from atoll.worlds.base import live_status, process_owner
 
 _log = logging.getLogger(__name__)
 

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evals import RunStore, suite_for
-from harnesses import Harness, content_hash, load_harness
-from harnesses.models import Model
-from optimizer import GateConfig, GateProgress, GateReport, git, run_gate
+from atoll.evals import RunStore, suite_for
+from atoll.harnesses import Harness, content_hash, load_harness
+from atoll.harnesses.models import Model
+from atoll.optimizer import GateConfig, GateProgress, GateReport, git, run_gate
 
 from ._releases import Release, ReleaseChain, ReleaseError
 

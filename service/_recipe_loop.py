@@ -2,7 +2,7 @@
 
 A recipe file is YAML naming a recipe class (`module:Class`) and its settings:
 
-    recipe: service.recipes:EvolveOnFeedback
+    recipe: atoll.service.recipes:EvolveOnFeedback
     harnesses: [support_agent]   # optional; default every harness the service serves
     settings:
       min_negative: 5
@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from worlds import AtollError
+from atoll.worlds import AtollError
 
 from ._job_models import Job, JobConflict, JobOptions, JobPlan
 from ._jobs import Jobs

@@ -53,8 +53,8 @@ from pydantic import (
     model_validator,
 )
 
-from evals import RunStore
-from worlds import PROJECT_FILE, TIMESTAMP_FORMAT, AtollError, ProjectError, find_project
+from atoll.evals import RunStore
+from atoll.worlds import PROJECT_FILE, TIMESTAMP_FORMAT, AtollError, ProjectError, find_project
 
 from ._pending import SETTLE_S, PendingRecords, journaled, recover
 

@@ -25,10 +25,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
-from evals import RunStore, StoreError
-from harnesses import content_hash
-from worlds import AtollError
-from worlds.base import now_text
+from atoll.evals import RunStore, StoreError
+from atoll.harnesses import content_hash
+from atoll.worlds import AtollError
+from atoll.worlds.base import now_text
 
 TABLE = "releases"
 MAX_NUMBER = 2**63 - 1  # SQLite's largest integer: no release number can be larger

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from evals import MAX_SEED, Suite, SuiteError, load_suite
+from atoll.evals import MAX_SEED, Suite, SuiteError, load_suite
 
 from ._records import Record, RecordStore
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evals import MAX_SEED
-from harnesses import StepAnswer
+from atoll.evals import MAX_SEED
+from atoll.harnesses import StepAnswer
 
 MAX_MESSAGES = 512
 

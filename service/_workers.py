@@ -15,7 +15,7 @@ import uvicorn
 from fastapi import FastAPI
 from uvicorn.supervisors import Multiprocess
 
-from evals import RunStore
+from atoll.evals import RunStore
 
 from ._protocol import guarded_protocol
 

@@ -1,4 +1,4 @@
-"""Atoll's own recipes, named in a recipe file as `service.recipes:<Class>`.
+"""Atoll's own recipes, named in a recipe file as `atoll.service.recipes:<Class>`.
 
 Each one's settings are a job's options (`service.JobOptions`: objective, operators, proposer_model, the
 budgets, release auto or hold, ...) plus its own trigger; each plans an `evolve` job: draft train tasks
@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
-from worlds import TIMESTAMP_FORMAT
+from atoll.worlds import TIMESTAMP_FORMAT
 
 from ._job_models import JobPlan
 from ._recipe_loop import RecipeSettings, ServiceState

@@ -13,7 +13,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from cli import app
+from atoll.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -55,7 +55,7 @@ def test_every_command_in_the_readme_exists_and_parses():
 
 
 def test_help_starts_without_importing_litellm():
-    probe = "import sys, cli; cli.app(['--help'], standalone_mode=False); print('litellm' in sys.modules)"
+    probe = "import sys; from atoll import cli; cli.app(['--help'], standalone_mode=False); print('litellm' in sys.modules)"
     output = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
     )

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from evals import SuiteError, load_suite
+from atoll.cli import app
+from atoll.evals import SuiteError, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -84,14 +84,11 @@ def test_serve_refuses_a_public_bind_without_a_token_before_announcing_itself() 
 
 def public_errors() -> list[type[BaseException]]:
     """Every exception class the packages export."""
-    import evals
-    import harnesses
-    import harnesses.models
-    import optimizer
-    import worlds
+    from atoll import evals, harnesses, optimizer, worlds
+    from atoll.harnesses import models
 
     found = []
-    for package in (worlds, evals, harnesses, harnesses.models, optimizer):
+    for package in (worlds, evals, harnesses, models, optimizer):
         for name in package.__all__:
             value = getattr(package, name)
             if isinstance(value, type) and issubclass(value, BaseException):
@@ -100,8 +97,8 @@ def public_errors() -> list[type[BaseException]]:
 
 
 def test_every_exported_error_a_person_acts_on_is_an_atoll_error_with_an_exit_code() -> None:
-    from harnesses.models import ScriptExhausted
-    from worlds import AtollError, ToolError
+    from atoll.harnesses.models import ScriptExhausted
+    from atoll.worlds import AtollError, ToolError
 
     for_the_agent_or_tests = {ToolError, ScriptExhausted}  # read by the agent, or a bug in a test's script
     errors = [e for e in public_errors() if e not in for_the_agent_or_tests]
@@ -113,8 +110,8 @@ def test_every_exported_error_a_person_acts_on_is_an_atoll_error_with_an_exit_co
 @pytest.mark.parametrize(
     "patch,args",
     [
-        ("harnesses.try_episode", ["try", "harnesses/support_agent", "-m", "Where is ORD-1042?"]),
-        ("evals.evaluate", ["eval", "harnesses/support_agent", "--split", "val"]),
+        ("atoll.harnesses.try_episode", ["try", "harnesses/support_agent", "-m", "Where is ORD-1042?"]),
+        ("atoll.evals.evaluate", ["eval", "harnesses/support_agent", "--split", "val"]),
     ],
 )
 def test_a_run_that_broke_exits_3_and_bad_configuration_exits_2_in_one_line(
@@ -122,7 +119,7 @@ def test_a_run_that_broke_exits_3_and_bad_configuration_exits_2_in_one_line(
 ) -> None:
     import importlib
 
-    from harnesses.models import MissingCredentials, ModelUnavailable
+    from atoll.harnesses.models import MissingCredentials, ModelUnavailable
 
     module, name = patch.rsplit(".", 1)
     for error, code in ((ModelUnavailable("the provider stayed down"), 3), (MissingCredentials("no key"), 2)):

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
-from cli import app
-from views.harness_diff import render_harness_diff, word_diff
+from atoll.cli import app
+from atoll.views.harness_diff import render_harness_diff, word_diff
 
 PROMPT = "prompts/desk.md.j2"
 BEFORE = {"harness.yaml": "name: desk\n", PROMPT: "Be kind to users.\n"}

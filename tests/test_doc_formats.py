@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from evals import (
+from atoll.evals import (
     Check,
     Grade,
     Matcher,
@@ -30,7 +30,7 @@ from evals import (
     load_suite,
     replay_reference,
 )
-from harnesses import (
+from atoll.harnesses import (
     TEMPLATE_VARIABLES,
     Demo,
     Episode,
@@ -41,7 +41,7 @@ from harnesses import (
     load_harness,
     run_episode,
 )
-from harnesses.models import ScriptedModel
+from atoll.harnesses.models import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS_DOC = ROOT / "docs" / "harness.md"

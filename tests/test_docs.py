@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import re
 import shlex
@@ -23,8 +24,8 @@ import pytest
 import typer
 from typer.main import get_command
 
-from cli import app
-from harnesses.models import NO_NETWORK_ENV
+from atoll.cli import app
+from atoll.harnesses.models import NO_NETWORK_ENV
 
 try:  # typer 0.2x builds its commands on its own copy of click, which raises that copy's errors
     from typer._click.exceptions import ClickException
@@ -39,7 +40,6 @@ DOCS = sorted(
     | {path.relative_to(ROOT).as_posix() for path in ROOT.glob("harnesses/**/README.md")}
 )
 SHELLS = {"bash", "sh", "shell", "console"}
-ATOLL_PACKAGES = {"cli", "evals", "harnesses", "optimizer", "worlds"}
 # `<!-- not-run: why -->` on the line before a fence; a marker without a reason is kept, as "".
 NOT_RUN = re.compile(r"<!--\s*not-run\b:?\s*(?P<reason>.*?)\s*-->")
 
@@ -207,12 +207,17 @@ def api_problems(block: Block) -> list[str]:
     imported: dict[str, Any] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module.partition(".")[0] not in ATOLL_PACKAGES:
+            if node.module.partition(".")[0] != "atoll":
                 continue
             module = importlib.import_module(node.module)
             for alias in node.names:
-                if hasattr(module, alias.name):
-                    imported[alias.asname or alias.name] = getattr(module, alias.name)
+                value = getattr(module, alias.name, None)
+                if value is None and importlib.util.find_spec(f"{node.module}.{alias.name}"):
+                    value = importlib.import_module(
+                        f"{node.module}.{alias.name}"
+                    )  # `from atoll import evals`
+                if value is not None:
+                    imported[alias.asname or alias.name] = value
                 else:
                     problems.append(
                         f"{block.doc}:{block.line + node.lineno}: {node.module} has no {alias.name}"

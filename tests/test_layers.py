@@ -3,7 +3,9 @@
 Atoll's packages stack in one order (`LAYERS`, bottom first): each may import those below it and none
 above, and a package reaches another only through its public names (no `_module`, no `._name`), so a
 package can reorganise its private modules without breaking the others. `worlds.base` is the bottom
-layer inside `worlds`: it imports nothing else of Atoll.
+layer inside `worlds`: it imports nothing else of Atoll. Every import of Atoll names its one root,
+`atoll` (`from atoll.worlds import World`): a bare `import worlds` would load a second copy from a
+checkout, or fail where Atoll is installed.
 
 `python tests/test_layers.py` prints the figures: exported names per package, private reaches, the
 package graph and the longest modules.
@@ -13,16 +15,28 @@ from __future__ import annotations
 
 import ast
 import importlib
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("worlds.base", "worlds", "harnesses", "evals", "optimizer", "service", "views", "commands", "cli")
-"""Bottom first: a module may import its own layer and those before it."""
 PACKAGES = ("worlds", "harnesses", "evals", "optimizer", "service", "views", "commands")
+LAYERS = tuple(
+    f"atoll.{name}"
+    for name in (
+        "worlds.base",
+        "worlds",
+        "harnesses",
+        "evals",
+        "optimizer",
+        "service",
+        "views",
+        "commands",
+        "cli",
+    )
+)
+"""Bottom first: a module may import its own layer and those before it."""
 
 
 @dataclass(frozen=True)
@@ -38,14 +52,14 @@ class Reach:
 
 
 def modules() -> Iterator[tuple[str, Path]]:
-    """Every module of Atoll's packages and cli.py, with its dotted name (a suite's graders.py too)."""
-    yield "cli", ROOT / "cli.py"
+    """Every module of Atoll's packages and cli.py, with its dotted name under the root."""
+    yield "atoll.cli", ROOT / "cli.py"
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
-            yield ".".join(parts), path
+            yield ".".join(["atoll", *parts]), path
 
 
 def layer(name: str) -> str:
@@ -82,10 +96,11 @@ def reaches(name: str, path: Path) -> Iterator[Reach]:
 
 def _private(target: str, own: str) -> bool:
     """Whether `target` names a private module or name of a package other than `own`."""
-    top = target.split(".")[0]
-    if top not in (*PACKAGES, "cli") or top == own:
+    root, _, rest = target.partition(".")
+    top = rest.split(".")[0]
+    if root != "atoll" or top not in (*PACKAGES, "cli") or top == own:
         return False
-    return any(part.startswith("_") and not part.startswith("__") for part in target.split(".")[1:])
+    return any(part.startswith("_") and not part.startswith("__") for part in rest.split(".")[1:])
 
 
 def private_reaches() -> list[Reach]:
@@ -93,7 +108,17 @@ def private_reaches() -> list[Reach]:
         reach
         for name, path in modules()
         for reach in reaches(name, path)
-        if _private(reach.target, name.split(".")[0])
+        if _private(reach.target, name.split(".")[1])
+    ]
+
+
+def rootless_imports() -> list[Reach]:
+    """Imports of an Atoll package by its bare name (`from worlds import World`), not through `atoll`."""
+    return [
+        reach
+        for name, path in modules()
+        for reach in reaches(name, path)
+        if reach.target.split(".")[0] in (*PACKAGES, "cli")
     ]
 
 
@@ -112,7 +137,7 @@ def package_cycles() -> list[list[str]]:
     """Every strongly connected set of two or more top-level packages (Tarjan's algorithm)."""
     graph: dict[str, set[str]] = defaultdict(set)
     for (source, target), _ in layer_edges().items():
-        graph[source.split(".")[0]].add(target.split(".")[0])
+        graph[source.split(".")[1]].add(target.split(".")[1])
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -150,6 +175,11 @@ def test_no_package_imports_another_packages_private_modules_or_names():
     )
 
 
+def test_every_import_of_atoll_names_the_atoll_root():
+    found = rootless_imports()
+    assert not found, "import these from `atoll.`:\n" + "\n".join(map(str, found))
+
+
 def test_layers_only_point_down():
     upward = [
         f"{reach} ({source} imports {target}, which is above it)"
@@ -166,17 +196,23 @@ def test_no_import_cycle_between_packages():
 def test_the_walker_sees_a_private_reach_and_a_cycle(tmp_path: Path):
     """The checks above would pass on a walker that found nothing; this one proves it finds both kinds."""
     source = tmp_path / "mod.py"
-    source.write_text("from optimizer import git\nfrom evals._store import RunStore\ngit._run('status')\n")
-    found = [reach.target for reach in reaches("service._jobs", source) if _private(reach.target, "service")]
-    assert found == ["evals._store.RunStore", "optimizer.git._run"]
-    assert layer("worlds.base.stats._paired") == "worlds.base"
-    assert layer("worlds.helpdesk.world") == "worlds"
+    source.write_text(
+        "from atoll.optimizer import git\nfrom atoll.evals._store import RunStore\nfrom evals import Task\n"
+        "git._run('status')\n"
+    )
+    found = [reach.target for reach in reaches("atoll.service._jobs", source)]
+    assert [target for target in found if _private(target, "service")] == [
+        "atoll.evals._store.RunStore",
+        "atoll.optimizer.git._run",
+    ]
+    assert [target for target in found if target.split(".")[0] in PACKAGES] == ["evals.Task"]
+    assert layer("atoll.worlds.base.stats._paired") == "atoll.worlds.base"
+    assert layer("atoll.worlds.helpdesk.world") == "atoll.worlds"
 
 
 def figures() -> None:
     """Print what the closing note of a layering change reports."""
-    sys.path.insert(0, str(ROOT))
-    for package in (*PACKAGES, "worlds.base", "worlds.base.stats"):
+    for package in (*(f"atoll.{name}" for name in PACKAGES), "atoll.worlds.base", "atoll.worlds.base.stats"):
         exported = getattr(importlib.import_module(package), "__all__", [])
         print(f"exported {package}: {len(exported)}")
     found = private_reaches()

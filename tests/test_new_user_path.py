@@ -13,13 +13,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import evals._batch
-import harnesses._try
-import optimizer._gate
-import optimizer._loop
-import worlds._find
-from cli import app
-from harnesses.models import ScriptedModel
+from atoll.cli import app
+from atoll.evals import _batch
+from atoll.harnesses import _try
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import _gate, _loop
+from atoll.worlds import _find
 
 runner = CliRunner()
 REQUEST = re.compile(r"Please (?P<words>[a-z ]+?)(?: for (?P<arguments>.*))?\.$")
@@ -59,10 +58,10 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forget_new_modules:
     monkeypatch.delenv("ATOLL_MODEL", raising=False)
     monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    monkeypatch.setattr(worlds._find, "_loaded", dict(worlds._find._loaded))
+    monkeypatch.setattr(_find, "_loaded", dict(_find._loaded))
     monkeypatch.setattr(sys, "path", list(sys.path))
     model = ScriptedModel(fn=careful_agent)
-    for module in (evals._batch, harnesses._try, optimizer._gate, optimizer._loop):
+    for module in (_batch, _try, _gate, _loop):
         monkeypatch.setattr(module, "get_model", lambda *_args, **_kwargs: model)
     git(tmp_path, "init", "-q", "-b", "main")
     git(tmp_path, "config", "user.email", "new@example.invalid")

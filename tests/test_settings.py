@@ -13,14 +13,14 @@ import typer
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from cli import app
-from commands.gate import GATE_ONLY
-from commands.optimize import RUN_ONLY
-from evals import check_suite
-from optimizer import RULE_OPTIONS, AcceptanceRule, GateConfig, ObjectiveRule, OptimizeConfig
-from service import JobOptions, RecipeSettings
-from service._job_models import JobRequestOptions
-from worlds.base.stats import GateRule
+from atoll.cli import app
+from atoll.commands.gate import GATE_ONLY
+from atoll.commands.optimize import RUN_ONLY
+from atoll.evals import check_suite
+from atoll.optimizer import RULE_OPTIONS, AcceptanceRule, GateConfig, ObjectiveRule, OptimizeConfig
+from atoll.service import JobOptions, RecipeSettings
+from atoll.service._job_models import JobRequestOptions
+from atoll.worlds.base.stats import GateRule
 
 RULES: dict[str, type[BaseModel]] = {"rule": AcceptanceRule, "objective_rule": ObjectiveRule}
 JOB_ONLY = {"gate_k", "release", "suite"}

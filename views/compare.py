@@ -7,10 +7,10 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from evals import EpisodeResult, RunRecord, RunStore
-from optimizer import DiffSide, ReportError, task_flips
-from views.harness_diff import render_harness_diff
-from views.world_diff import render_diff
+from atoll.evals import EpisodeResult, RunRecord, RunStore
+from atoll.optimizer import DiffSide, ReportError, task_flips
+from atoll.views.harness_diff import render_harness_diff
+from atoll.views.world_diff import render_diff
 
 FLIP_STYLES = {
     "newly failing": "bold red",

@@ -11,8 +11,8 @@ from rich.padding import Padding
 from rich.rule import Rule
 from rich.text import Text
 
-from harnesses import Episode, Event, PromptKind, PromptPart
-from views.world_diff import render_diff, render_value
+from atoll.harnesses import Episode, Event, PromptKind, PromptPart
+from atoll.views.world_diff import render_diff, render_value
 
 _STOP_STYLES = {
     "reply": "green",

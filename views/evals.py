@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from evals import (
+from atoll.evals import (
     BatchProgress,
     BatchResult,
     EpisodeOutcome,
@@ -30,7 +30,7 @@ from evals import (
     pass_hat_k,
     passes,
 )
-from views.episode import render_episode, render_prompts
+from atoll.views.episode import render_episode, render_prompts
 
 _STATUS_STYLES = {"finished": "green", "running": "yellow", "interrupted": "yellow", "failed": "red"}
 

@@ -17,8 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from evals import BatchProgress
-from optimizer import GateProgress, GateReport, GateSide, TaskRow
+from atoll.evals import BatchProgress
+from atoll.optimizer import GateProgress, GateReport, GateSide, TaskRow
 
 HEADLINES = {
     "pass": ("PASS", "bold green", "no regression against {base}"),

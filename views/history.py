@@ -9,8 +9,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from optimizer import history
-from views.compare import Responsive
+from atoll.optimizer import history
+from atoll.views.compare import Responsive
 
 
 def _figure(value: float | None, spec: str) -> str:

@@ -8,7 +8,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from optimizer import OptimizeResult, OptimizerEvent, OptimizerStatus, StepRecord
+from atoll.optimizer import OptimizeResult, OptimizerEvent, OptimizerStatus, StepRecord
 
 
 def _score(value: float | None) -> str:

@@ -14,11 +14,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from evals import RunStore
-from optimizer import RunReport, StepRecord, load_run_report
-from views._html import REPORT_TEMPLATE
-from views.compare import Responsive
-from views.harness_diff import render_harness_diff
+from atoll.evals import RunStore
+from atoll.optimizer import RunReport, StepRecord, load_run_report
+from atoll.views._html import REPORT_TEMPLATE
+from atoll.views.compare import Responsive
+from atoll.views.harness_diff import render_harness_diff
 
 SPARKS = "▁▂▃▄▅▆▇█"
 VERDICT_STYLES = {"accept": "green", "reject": "red", "void": "magenta"}

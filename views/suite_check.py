@@ -14,8 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from evals import Probe, SplitPower, SuiteCheck, TaskCheck
-from optimizer import GatePower
+from atoll.evals import Probe, SplitPower, SuiteCheck, TaskCheck
+from atoll.optimizer import GatePower
 
 _VERDICT_STYLES = {"ok": "green", "unlikely": "yellow", "impossible": "bold red", "weak": "yellow"}
 

@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from worlds import Diff
+from atoll.worlds import Diff
 
 
 def _cell(value: Any) -> str:

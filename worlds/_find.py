@@ -79,7 +79,7 @@ def find_worlds(*, near: Path | str | None = None) -> dict[str, str]:
 def _find(name: str, near: Path | str | None) -> tuple[World, bool]:
     """The world and whether it may be cached by name (a folder's world depends on where one stands)."""
     if (SHIPPED / name / "world.py").is_file():
-        return _world_of(_import(f"worlds.{name}", name), name), True
+        return _world_of(_import(f"{__package__}.{name}", name), name), True
     for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
         return _from_entry_point(entry, name), True
     for folder, _origin in _world_folders(near):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from evals import RunStore, evaluate
+from atoll.evals import RunStore, evaluate
 
 DEV = [
     "status-in-transit",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from worlds import get_world
+from atoll.worlds import get_world
 
 SKIP = {"reply_to_ticket", "close_ticket"}
 

@@ -16,9 +16,9 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import AfterValidator, BaseModel
 
-from harnesses import Episode, Harness, run_episode
-from harnesses.models import Model, ModelError
-from worlds import AtollError, Instance, World
+from atoll.harnesses import Episode, Harness, run_episode
+from atoll.harnesses.models import Model, ModelError
+from atoll.worlds import AtollError, Instance, World
 
 from .._suite import Task
 from .._users import user_for

@@ -33,8 +33,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harnesses import Episode, Harness
-from harnesses.models import (
+from atoll.harnesses import Episode, Harness
+from atoll.harnesses.models import (
     LiteLLMModel,
     Model,
     ModelParams,
@@ -43,7 +43,7 @@ from harnesses.models import (
     ResponseCache,
     ScriptedModel,
 )
-from worlds import RUN_FAILED, Clock, FixtureData, Instance
+from atoll.worlds import RUN_FAILED, Clock, FixtureData, Instance
 
 from .._suite import Task
 from ._base import BatchSetup, ExecutorError, OnPlayed, in_flight, play_episode

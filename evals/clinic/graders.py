@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from evals import Check, grader
+from atoll.evals import Check, grader
 
 DECLINE_CUES = (
     "unable",

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from worlds import AtollError
+from atoll.worlds import AtollError
 
 from ._verdict import Check
 
 if TYPE_CHECKING:
-    from worlds import Diff, Instance
+    from atoll.worlds import Diff, Instance
 
 GraderForm = Literal["episode", "state"]
 _FORMS: dict[GraderForm, tuple[str, ...]] = {

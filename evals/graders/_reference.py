@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from worlds import AtollError, CallRecord, Clock, Diff, World
+from atoll.worlds import AtollError, CallRecord, Clock, Diff, World
 
 from ._matchers import show, values_equal
 from ._state import Accounted, PrimaryKeys, listing, row_label

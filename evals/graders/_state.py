@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worlds import Diff, RowUpdate, TableDiff
+from atoll.worlds import Diff, RowUpdate, TableDiff
 
 from ._matchers import Matcher, RowMatch, describe_row, mismatches, show
 from ._verdict import Check

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from evals.metrics import passes
+from atoll.evals.metrics import passes
 
 GRADE_VERSION = 1
 

@@ -5,14 +5,12 @@
 The files are committed; tests/evals/test_tau2_suites.py checks that they are what this writes.
 """
 
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[0] = str(HERE.parent.parent)  # the repository, not this folder, so `worlds` is the package
 
-from worlds import get_world  # noqa: E402
-from worlds.tau2 import suite_files  # noqa: E402
+from atoll.worlds import get_world  # noqa: E402
+from atoll.worlds.tau2 import suite_files  # noqa: E402
 
 VAL_TASKS = 12
 """Drawn from τ²'s train split; see suite.yaml for why this many."""

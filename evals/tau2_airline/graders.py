@@ -10,9 +10,9 @@ more than one reservation, `reservations_as_reference` checks what each new id h
 import json
 from functools import cache
 
-from evals import Check, grader
-from evals.tau2_retail.graders import communicates
-from worlds import get_world
+from atoll.evals import Check, grader
+from atoll.evals.tau2_retail.graders import communicates
+from atoll.worlds import get_world
 
 NEW_TABLES = ("reservations", "reservation_flights", "reservation_passengers", "reservation_payments")
 

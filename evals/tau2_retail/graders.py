@@ -5,7 +5,7 @@ commas removed from the message (so "1,093.34" tells "1093.34"); Atoll's `reply_
 drops commas nor looks at messages one by one, so the suites use this instead.
 """
 
-from evals import Check, grader
+from atoll.evals import Check, grader
 
 
 @grader

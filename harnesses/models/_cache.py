@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from worlds import cache_dir
+from atoll.worlds import cache_dir
 
 from ._types import ModelRequest, ModelResponse
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from worlds import cache_dir
+from atoll.worlds import cache_dir
 
 from ._types import ModelRequestError
 
@@ -96,7 +96,7 @@ def run_probe(model_path: Path, extra_buffers: bool, *, command: list[str] | Non
         sys.executable,
         "-P",  # not the working directory first on sys.path: a project's own worlds/ folder would shadow ours
         "-m",
-        "harnesses.models._engine_probe",
+        "atoll.harnesses.models._engine_probe",
         str(model_path),
         "--extra-buffers" if extra_buffers else "--no-extra-buffers",
     ]

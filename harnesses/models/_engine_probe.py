@@ -1,6 +1,6 @@
 """The engine check's child process: load a GGUF, evaluate a few tokens, exit 0 (see `_engine`).
 
-Run as `python -m harnesses.models._engine_probe MODEL.gguf --extra-buffers|--no-extra-buffers`.
+Run as `python -m atoll.harnesses.models._engine_probe MODEL.gguf --extra-buffers|--no-extra-buffers`.
 It prints llama.cpp's system info first, before any matrix product, so a parent whose child dies
 of an illegal instruction still learns what the build was compiled for.
 """

@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from worlds import cache_dir
+from atoll.worlds import cache_dir
 
 from . import _chat, _engine
 from ._catalog import _INSTALL_HINT, LocalModel, local_model

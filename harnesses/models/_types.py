@@ -6,7 +6,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from worlds import RUN_FAILED, USAGE_ERROR, AtollError
+from atoll.worlds import RUN_FAILED, USAGE_ERROR, AtollError
 
 LOCAL_DEFAULT_MODEL = "local/gemma-3-270m"
 

@@ -14,7 +14,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from harnesses.models import ModelUsage
+from atoll.harnesses.models import ModelUsage
 
 from .._proposal import Proposal, ProposalContext
 
@@ -118,7 +118,7 @@ def fitting_agent(context: ProposalContext, task: Any) -> str | None:
 def reference_demo(context: ProposalContext, task: Any) -> dict[str, Any] | None:
     """A train task's reference solution as a demo, replayed for its results; None if it fails to replay.
     The agent shown it must have every tool it calls (see `fitting_agent`)."""
-    from evals import ReferenceFailed, replay_calls
+    from atoll.evals import ReferenceFailed, replay_calls
 
     try:
         log, _ = replay_calls(context.harness.world, task.fixture, 0, task.clock, task.reference)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from harnesses import DELEGATE_PREFIX, SKILL_TOOL
+from atoll.harnesses import DELEGATE_PREFIX, SKILL_TOOL
 
 from .._proposal import Proposal, ProposalContext
 from ._common import Edit, Operator, demo_calls

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from ruamel.yaml.comments import CommentedMap
 
-from harnesses import DELEGATE_PREFIX
+from atoll.harnesses import DELEGATE_PREFIX
 
 from .._proposal import Proposal, ProposalContext
 from ._common import (

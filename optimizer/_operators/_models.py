@@ -7,7 +7,7 @@ be more than a sub-agent needs; which is better is for the screen and the accept
 
 from __future__ import annotations
 
-from harnesses.models import local_protocol
+from atoll.harnesses.models import local_protocol
 
 from .._proposal import Proposal, ProposalContext
 from ._common import Edit, Operator

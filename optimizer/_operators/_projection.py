@@ -19,7 +19,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from harnesses import project_fields, tool_specs
+from atoll.harnesses import project_fields, tool_specs
 
 from .._proposal import Proposal, ProposalContext
 from ._common import Edit, Operator, flow

@@ -13,7 +13,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from harnesses import PATTERNS
+from atoll.harnesses import PATTERNS
 
 from .._proposal import Proposal, ProposalContext
 from ._common import Edit, Operator, agent_tools, pattern_counts

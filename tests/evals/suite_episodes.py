@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from evals import ReferenceCall, Suite, Task
-from harnesses import Episode, Event
+from atoll.evals import ReferenceCall, Suite, Task
+from atoll.harnesses import Episode, Event
 
 
 def played(suite: Suite, task: Task, seed: int, calls: list[ReferenceCall], replies: list[str]) -> Episode:

@@ -9,7 +9,7 @@ import pytest
 from minidesk.agent import SUITE, harness, solve, solver
 from minidesk.world import world
 
-from evals import (
+from atoll.evals import (
     BatchError,
     BatchProgress,
     RunStore,
@@ -20,8 +20,8 @@ from evals import (
     resume,
     resume_batch,
 )
-from harnesses import Harness
-from harnesses.models import (
+from atoll.harnesses import Harness
+from atoll.harnesses.models import (
     ModelParams,
     ModelRequest,
     ModelResponse,
@@ -29,7 +29,7 @@ from harnesses.models import (
     ScriptedModel,
     get_model,
 )
-from worlds import World
+from atoll.worlds import World
 
 
 @pytest.fixture(scope="module")

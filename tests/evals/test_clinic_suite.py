@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from suite_episodes import played
 
-from evals import Grade, ReferenceCall, Task, evaluate, grade_episode, load_suite, replay_reference
-from harnesses import Episode, load_harness, run_episode
-from harnesses.models import LOCAL_DEFAULT_MODEL, ScriptedModel
+from atoll.evals import Grade, ReferenceCall, Task, evaluate, grade_episode, load_suite, replay_reference
+from atoll.harnesses import Episode, load_harness, run_episode
+from atoll.harnesses.models import LOCAL_DEFAULT_MODEL, ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = load_suite(ROOT / "evals" / "clinic")

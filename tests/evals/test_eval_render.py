@@ -9,9 +9,9 @@ from minidesk.agent import SUITE, harness, solver
 from minidesk.world import world
 from rich.console import Console
 
-from evals import RunStore, evaluate_batch, load_suite
-from harnesses.models import ModelRequest, ScriptedModel
-from views.evals import progress_bar, render_eval_result, render_run, render_runs
+from atoll.evals import RunStore, evaluate_batch, load_suite
+from atoll.harnesses.models import ModelRequest, ScriptedModel
+from atoll.views.evals import progress_bar, render_eval_result, render_run, render_runs
 
 
 def text(renderable) -> str:

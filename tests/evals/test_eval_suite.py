@@ -8,10 +8,10 @@ import pytest
 from minidesk.agent import SUITE
 from minidesk.world import world
 
-from evals import SuiteError, load_suite
+from atoll.evals import SuiteError, load_suite
 
 GRADERS = """
-from evals import Check, grader
+from atoll.evals import Check, grader
 
 @grader
 def short(task, episode, words: int):
@@ -192,7 +192,7 @@ def test_a_graders_file_with_a_malformed_grader_fails_naming_it(tmp_path: Path) 
     root = write_suite(
         tmp_path / "s",
         {"a.yaml": GOOD_TASK},
-        graders="from evals import grader\n@grader\ndef g(x):\n    pass\n",
+        graders="from atoll.evals import grader\n@grader\ndef g(x):\n    pass\n",
     )
     (problem,) = problems(root)
     assert problem.startswith("s/graders.py: grader 'g'") and "starts with (task, episode)" in problem

@@ -12,7 +12,7 @@ from minidesk.agent import SUITE, harness, solver
 from minidesk.world import world
 from pydantic import ValidationError
 
-from evals import (
+from atoll.evals import (
     BatchSetup,
     Executor,
     ExecutorError,
@@ -26,7 +26,7 @@ from evals import (
     parse_executor,
     play_episode,
 )
-from optimizer import GateConfig, OptimizeConfig
+from atoll.optimizer import GateConfig, OptimizeConfig
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ async def test_an_interrupt_keeps_every_episode_that_had_finished(suite, tmp_pat
         finished.append(episode.task_id)
         return episode
 
-    monkeypatch.setattr("evals._executors._base.play_episode", counted)
+    monkeypatch.setattr("atoll.evals._executors._base.play_episode", counted)
     with RunStore(tmp_path / "runs.sqlite") as store:
         batch = asyncio.ensure_future(
             evaluate_batch(
@@ -142,7 +142,7 @@ def test_local_is_the_default_and_an_executor_object_is_used_as_it_is() -> None:
 
 
 def test_ray_without_its_extra_says_how_to_install_it(monkeypatch) -> None:
-    from evals._executors import _ray
+    from atoll.evals._executors import _ray
 
     monkeypatch.setattr(_ray.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ExecutorError, match=r"pip install 'atoll\[ray\]'"):
@@ -150,6 +150,6 @@ def test_ray_without_its_extra_says_how_to_install_it(monkeypatch) -> None:
 
 
 def test_nothing_imports_ray_until_a_batch_runs_on_it() -> None:
-    code = "import sys, cli, evals, optimizer; evals.executor_for('local'); print('ray' in sys.modules)"
+    code = "import sys; from atoll import cli, evals, optimizer; evals.executor_for('local'); print('ray' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

@@ -28,7 +28,7 @@ ray = pytest.importorskip("ray", reason="the Ray executor needs the `ray` extra:
 from minidesk.agent import SUITE, harness, solve, solver  # noqa: E402
 from minidesk.world import world  # noqa: E402
 
-from evals import (  # noqa: E402
+from atoll.evals import (  # noqa: E402
     BatchProgress,
     BatchResult,
     ExecutorError,
@@ -38,8 +38,8 @@ from evals import (  # noqa: E402
     load_suite,
     resume_batch,
 )
-from harnesses import Harness, HarnessError  # noqa: E402
-from harnesses.models import LiteLLMModel, ModelRequest, ResponseCache, ScriptedModel  # noqa: E402
+from atoll.harnesses import Harness, HarnessError  # noqa: E402
+from atoll.harnesses.models import LiteLLMModel, ModelRequest, ResponseCache, ScriptedModel  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "optimizer"))  # notes_desk, the optimizer tests' workspace
@@ -210,7 +210,7 @@ async def test_a_world_the_workers_cannot_import_fails_the_batch_with_the_harnes
 def test_the_optimizer_decides_the_same_on_ray(cluster, tmp_path: Path) -> None:
     from notes_desk import DoesNothing, Helpful, agent, make_workspace
 
-    from optimizer import OptimizeConfig, optimize
+    from atoll.optimizer import OptimizeConfig, optimize
 
     def decide(executor: str) -> list[tuple[str, float | None, float | None, float | None]]:
         root = make_workspace(
@@ -247,7 +247,7 @@ import json, sys
 sys.path.insert(0, {str(TESTS / "evals")!r})
 from minidesk.agent import SUITE, harness, solver
 from minidesk.world import world
-from evals import RayExecutor, evaluate, load_suite
+from atoll.evals import RayExecutor, evaluate, load_suite
 executor = RayExecutor({os.environ[CLUSTER_ENV]!r}, runtime_env={{"env_vars": {{"PYTHONPATH": {str(TESTS / "evals")!r}}}}})
 result = evaluate(harness(), load_suite(SUITE, world=world), model=solver(), seeds=[0, 1, 2], executor=executor)
 print(json.dumps(result.scores()))
@@ -298,7 +298,7 @@ import sys, time
 sys.path.insert(0, {str(TESTS / "evals")!r})
 from minidesk.agent import SUITE, harness, solver
 from minidesk.world import world
-from evals import RayExecutor, evaluate, load_suite
+from atoll.evals import RayExecutor, evaluate, load_suite
 executor = RayExecutor(workers=1, runtime_env={{"env_vars": {{"PYTHONPATH": {str(TESTS / "evals")!r}}}}})
 evaluate(harness(), load_suite(SUITE, world=world), model=solver(), seeds=[0], executor=executor)
 print("played", flush=True)

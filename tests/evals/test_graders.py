@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from minidesk.agent import SUITE
 from minidesk.world import world
 
-from evals import (
+from atoll.evals import (
     Check,
     Grade,
     GraderDefinitionError,
@@ -20,9 +20,9 @@ from evals import (
     replay_reference,
     values_equal,
 )
-from evals.graders._reference import ReferenceCall, check_matches_reference, replay, solve
-from evals.graders._replies import check_replies
-from evals.graders._state import (
+from atoll.evals.graders._reference import ReferenceCall, check_matches_reference, replay, solve
+from atoll.evals.graders._replies import check_replies
+from atoll.evals.graders._state import (
     Accounted,
     UpdateExpect,
     check_no_other_writes,
@@ -30,8 +30,8 @@ from evals.graders._state import (
     check_unchanged,
     check_updated,
 )
-from harnesses import Episode, Event
-from worlds import Diff, RowUpdate, TableDiff
+from atoll.harnesses import Episode, Event
+from atoll.worlds import Diff, RowUpdate, TableDiff
 
 KEYS = {"refunds": ["id"], "orders": ["id"], "customers": ["id"], "notes": ["id"]}
 

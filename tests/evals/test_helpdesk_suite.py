@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from suite_episodes import played
 
-from evals import Grade, ReferenceCall, Task, grade_episode, load_suite, replay_reference
-from harnesses import Episode
+from atoll.evals import Grade, ReferenceCall, Task, grade_episode, load_suite, replay_reference
+from atoll.harnesses import Episode
 
 SUITE_DIR = Path(__file__).resolve().parents[2] / "evals" / "helpdesk"
 SUITE = load_suite(SUITE_DIR)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evals import SuiteError, suite_for
-from harnesses import load_harness
+from atoll.evals import SuiteError, suite_for
+from atoll.harnesses import load_harness
 
 HARNESS = {
     "harness.yaml": "name: mine\nworld: helpdesk\nentry: desk\nagents:\n  desk:\n    prompt: prompts/desk.md.j2\n",

@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from evals.metrics import EpisodeOutcome, compute_metrics, pass_hat_k, passes
-from harnesses.models import ModelUsage
+from atoll.evals.metrics import EpisodeOutcome, compute_metrics, pass_hat_k, passes
+from atoll.harnesses.models import ModelUsage
 
 
 @st.composite
@@ -153,8 +153,8 @@ def test_pass_k_defaults_to_every_k_up_to_the_fewest_seeds():
 
 
 def test_metrics_and_results_stored_before_the_usage_record_still_read() -> None:
-    from evals.metrics import Metrics
-    from optimizer import OptimizeResult
+    from atoll.evals.metrics import Metrics
+    from atoll.optimizer import OptimizeResult
 
     metrics = compute_metrics(episodes("a", [1.0], usage=ModelUsage(prompt_tokens=7, completion_tokens=2)))
     old = metrics.model_dump(exclude={"usage"}) | {

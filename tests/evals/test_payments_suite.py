@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from suite_episodes import played
 
-from evals import ReferenceCall, evaluate, grade_episode, load_suite, replay_reference
-from harnesses import load_harness
-from harnesses.models import ScriptedModel
+from atoll.evals import ReferenceCall, evaluate, grade_episode, load_suite, replay_reference
+from atoll.harnesses import load_harness
+from atoll.harnesses.models import ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = load_suite(ROOT / "evals" / "payments")

@@ -12,8 +12,8 @@ from minidesk.agent import SUITE, harness, solver
 from minidesk.world import world
 from typer.testing import CliRunner
 
-from cli import app
-from evals import RunStore, evaluate_batch, load_suite
+from atoll.cli import app
+from atoll.evals import RunStore, evaluate_batch, load_suite
 
 runner = CliRunner()
 

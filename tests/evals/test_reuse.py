@@ -13,7 +13,7 @@ from minidesk.agent import SUITE, harness, solve, solver
 from minidesk.world import world
 from rich.console import Console
 
-from evals import (
+from atoll.evals import (
     BatchProgress,
     RunStore,
     _batch,
@@ -21,8 +21,8 @@ from evals import (
     load_suite,
     resume_batch,
 )
-from harnesses.models import ModelRequest, ModelUnavailable, ScriptedModel
-from views.evals import progress_bar, render_eval_result
+from atoll.harnesses.models import ModelRequest, ModelUnavailable, ScriptedModel
+from atoll.views.evals import progress_bar, render_eval_result
 
 ALL = {("refund-damaged", 0), ("refund-damaged", 1), ("cancel-shipped", 0), ("cancel-shipped", 1)}
 

@@ -18,11 +18,11 @@ from minidesk.agent import SUITE, harness, solver
 from minidesk.world import world
 from typer.testing import CliRunner
 
-import evals
-from cli import app
-from evals import RunRecord, RunStore, StoreError, evaluate_batch, load_suite, resume_batch
-from harnesses.models import ModelRequest, ModelResponse
-from worlds.base import now_text
+from atoll import evals
+from atoll.cli import app
+from atoll.evals import RunRecord, RunStore, StoreError, evaluate_batch, load_suite, resume_batch
+from atoll.harnesses.models import ModelRequest, ModelResponse
+from atoll.worlds.base import now_text
 
 runner = CliRunner()
 
@@ -104,7 +104,7 @@ KILLED_RUN = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from minidesk.agent import SUITE, harness, solver
     from minidesk.world import world
-    from evals import RunStore, evaluate_batch, load_suite
+    from atoll.evals import RunStore, evaluate_batch, load_suite
 
     async def main():
         with RunStore({path!r}) as store:

@@ -7,9 +7,9 @@ from pathlib import Path
 from minidesk.agent import harness, solver
 from minidesk.world import world
 
-from evals import STOP_TOKEN, SimulatedUser, evaluate_batch, load_suite, user_for
-from harnesses import Event, ScriptedUser
-from harnesses.models import ModelRequest, ScriptedModel
+from atoll.evals import STOP_TOKEN, SimulatedUser, evaluate_batch, load_suite, user_for
+from atoll.harnesses import Event, ScriptedUser
+from atoll.harnesses.models import ModelRequest, ScriptedModel
 
 TASK = """\
 - id: refund-chatty
@@ -98,7 +98,7 @@ def test_a_task_with_scripted_replies_gets_the_scripted_user(tmp_path: Path) -> 
 async def test_a_user_model_named_on_the_command_line_is_built_checked_and_plays_the_users(
     tmp_path: Path, monkeypatch
 ) -> None:
-    import evals._batch as batch
+    import atoll.evals._batch as batch
 
     root = tmp_path / "s"
     (root / "tasks").mkdir(parents=True)

@@ -12,8 +12,8 @@ import sqlite3
 from multiprocessing.synchronize import Event
 from pathlib import Path
 
-from evals import RunRecord, RunStore
-from worlds.base import now_text
+from atoll.evals import RunRecord, RunStore
+from atoll.worlds.base import now_text
 
 WRITERS, WRITES = 4, 30
 

@@ -14,11 +14,11 @@ from minidesk.world import world
 from rich.console import Console
 from typer.testing import CliRunner
 
-from cli import app
-from evals import SuiteCheck, SuiteError, check_suite, load_suite
-from harnesses import Harness
-from optimizer import acceptance_power
-from views.suite_check import render_suite_check
+from atoll.cli import app
+from atoll.evals import SuiteCheck, SuiteError, check_suite, load_suite
+from atoll.harnesses import Harness
+from atoll.optimizer import acceptance_power
+from atoll.views.suite_check import render_suite_check
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()

@@ -27,8 +27,8 @@ def _convert_module(domain):
 
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_the_task_files_are_what_convert_writes(domain):
-    from worlds import get_world
-    from worlds.tau2 import suite_files
+    from atoll.worlds import get_world
+    from atoll.worlds.tau2 import suite_files
 
     convert = _convert_module(domain)
     graders = getattr(convert, "state_graders", lambda reference: [])
@@ -41,8 +41,8 @@ def test_the_task_files_are_what_convert_writes(domain):
 
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_the_splits_are_taus_with_val_drawn_from_its_train_split(domain):
-    from evals import load_suite
-    from worlds.tau2 import read_json
+    from atoll.evals import load_suite
+    from atoll.worlds.tau2 import read_json
 
     suite = load_suite(ROOT / "evals" / f"tau2_{domain}")
     splits = read_json(domain, "split_tasks.json")
@@ -56,7 +56,7 @@ def test_the_splits_are_taus_with_val_drawn_from_its_train_split(domain):
 
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_every_reference_passes_its_task(domain):
-    from evals import load_suite, replay_reference
+    from atoll.evals import load_suite, replay_reference
 
     suite = load_suite(ROOT / "evals" / f"tau2_{domain}")
     failing = [task.id for task in suite.tasks if not replay_reference(suite, task, 0).passed]
@@ -66,9 +66,9 @@ def test_every_reference_passes_its_task(domain):
 async def test_an_agent_that_does_the_gold_actions_and_tells_the_facts_passes_through_the_start_harness():
     """One retail task end to end: the shipped harness, a scripted agent making the task's reference calls
     and then saying the facts, a scripted user who stops after one answer."""
-    from evals import STOP_TOKEN, evaluate_batch, load_suite
-    from harnesses import load_harness
-    from harnesses.models import ScriptedModel
+    from atoll.evals import STOP_TOKEN, evaluate_batch, load_suite
+    from atoll.harnesses import load_harness
+    from atoll.harnesses.models import ScriptedModel
 
     suite = load_suite(ROOT / "evals" / "tau2_retail")
     task = next(

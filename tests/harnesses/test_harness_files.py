@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parents[1] / "worlds"))
 from shop_world import shop
 
-from harnesses import Harness, HarnessError, content_hash, load_harness
+from atoll.harnesses import Harness, HarnessError, content_hash, load_harness
 
 FILES = {
     "harness.yaml": """\

@@ -15,10 +15,10 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).parents[1] / "worlds"))
 from shop_world import shop
 
-from harnesses import PATTERNS, Episode, Harness, HarnessError, run_episode
-from harnesses._retrieval import DemoIndex, demo_words
-from harnesses.models import ScriptedModel
-from views.episode import render_episode
+from atoll.harnesses import PATTERNS, Episode, Harness, HarnessError, run_episode
+from atoll.harnesses._retrieval import DemoIndex, demo_words
+from atoll.harnesses.models import ScriptedModel
+from atoll.views.episode import render_episode
 
 
 def demo(title: str, user: str, tool: str, args: dict[str, Any], reply: str) -> str:

@@ -18,8 +18,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).parents[1] / "worlds"))
 from shop_world import shop
 
-from harnesses import Harness, ScriptedUser, next_message, run_episode
-from harnesses.models import ModelRequest, ScriptedModel
+from atoll.harnesses import Harness, ScriptedUser, next_message, run_episode
+from atoll.harnesses.models import ModelRequest, ScriptedModel
 
 GUARDS = ("repeat_notice", "reply_nudge", "preconditions", "look_first")
 USERS = ["Who is C1?", "Please delete order 1.", "Thanks."]

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from harnesses import Harness, HarnessError, ScriptedUser, run_episode
-from harnesses._tools import project
-from harnesses.models import ScriptedModel
-from worlds import get_world
+from atoll.harnesses import Harness, HarnessError, ScriptedUser, run_episode
+from atoll.harnesses._tools import project
+from atoll.harnesses.models import ScriptedModel
+from atoll.worlds import get_world
 
 HELPDESK = get_world("helpdesk")
 ORDER_FIELDS = ["id", "status", "customer.name", "items.product_name", "items.refund_value", "refundable"]

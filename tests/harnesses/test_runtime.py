@@ -7,14 +7,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "worlds"))
 from shop_world import shop
 
-from harnesses import Episode, Harness, Limits, ScriptedUser, UserSide, run_episode
-from harnesses.models import ModelUnavailable, ScriptedModel
-from views.episode import render_episode
+from atoll.harnesses import Episode, Harness, Limits, ScriptedUser, UserSide, run_episode
+from atoll.harnesses._protocols import without_repeats
+from atoll.harnesses.models import ModelUnavailable, ScriptedModel
+from atoll.views.episode import render_episode
 
 HARNESS_YAML = """\
 name: toy
@@ -202,6 +205,50 @@ async def test_malformed_text_actions_become_observations_the_agent_recovers_fro
     assert '"type": "invalid_arguments", "message": "customer_id: Field required"' in transcript
 
 
+async def test_a_reply_cut_before_its_message_closed_is_the_reply_it_began_without_its_loop() -> None:
+    """A small model falls into a loop of one sentence until max_tokens cuts the JSON: asked again, it
+    loops again. What it said before the loop is its reply, and the transcript keeps what it wrote."""
+    looping = " I'm sorry, I can't ship it there. I'll check with the team. I'll check with the team. I'll ch"
+    model = ScriptedModel([' {"tool": "reply", "args": {"message": "' + looping.strip()])
+
+    ep = await episode(toy(), model, "Can you ship ORD-1 to my aunt?")
+
+    assert ep.stop_reason == "reply" and len(model.requests) == 1
+    assert ep.reply == "I'm sorry, I can't ship it there. I'll check with the team."
+    (notice,) = [e.content for e in ep.events if e.kind == "notice"]
+    assert notice.startswith("a reply cut before its message closed") and "I'll ch" in notice
+    assert ep.patterns["malformed_action"] == 0
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        ' {"tool": "get_customer", "args": {"customer_id": "C',  # a cut call is no reply
+        ' {"tool": "reply", "args": {"message": "',  # nor is an empty message
+        ' {"tool": "reply", "args": {"text": "Hi',  # nor one in another field
+    ],
+)
+async def test_only_a_reply_with_a_message_is_read_from_a_cut_action(written: str) -> None:
+    model = ScriptedModel([written, say("ok")])
+    ep = await episode(toy(), model, "Who is C1?")
+    assert ep.reply == "ok" and ep.patterns["malformed_action"] == 1
+
+
+@given(
+    sentences=st.lists(
+        st.text(alphabet="abc xyz,'", min_size=1, max_size=12).map(lambda s: s.strip().capitalize() + "."),
+        min_size=1,
+        max_size=5,
+        unique_by=lambda s: " ".join(s.split()).casefold(),
+    ).filter(lambda ss: all(len(s) > 1 for s in ss)),
+    repeats=st.integers(1, 3),
+    cut=st.integers(0, 8),
+)
+def test_without_repeats_keeps_what_was_said_before_the_loop(sentences: list[str], repeats: int, cut: int):
+    looped = " ".join(sentences + sentences[:1] * repeats)
+    assert without_repeats(looped + " " + sentences[0][:cut]) == " ".join(sentences)
+
+
 async def test_tool_choice_first_asks_for_calls_until_one_succeeds_then_lets_the_model_choose() -> None:
     harness = Harness.from_files(
         {
@@ -232,7 +279,7 @@ async def test_without_tool_choice_requests_are_what_they_always_were() -> None:
 
 
 async def test_an_answer_that_repeats_a_failure_is_not_shown_again_and_the_next_is_sampled_afresh() -> None:
-    broken = ' {"tool": "reply", "args": {"message": "I am sorry, I am sorry, I am sorry'  # cut at max_tokens
+    broken = ' {"tool": "get_customer", "args": {"customer_id": "C'  # cut at max_tokens
     model = ScriptedModel([broken, broken, broken, say("Your order shipped.")])
 
     ep = await episode(toy(), model, "Where is my order?")

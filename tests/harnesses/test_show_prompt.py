@@ -16,10 +16,18 @@ from typer.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).parents[1] / "worlds"))
 from shop_world import shop
 
-import harnesses._try
-from cli import app
-from harnesses import Episode, Harness, PromptPart, load_harness, prompt_hash, render_prompt, run_episode
-from harnesses.models import ScriptedModel
+from atoll.cli import app
+from atoll.harnesses import (
+    Episode,
+    Harness,
+    PromptPart,
+    _try,
+    load_harness,
+    prompt_hash,
+    render_prompt,
+    run_episode,
+)
+from atoll.harnesses.models import ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -158,7 +166,7 @@ def no_model(*_args: Any, **_kwargs: Any) -> None:
 
 
 def test_show_prompt_alone_renders_the_entry_prompt_and_runs_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(harnesses._try, "get_model", no_model)
+    monkeypatch.setattr(_try, "get_model", no_model)
     result = runner.invoke(app, ["try", "harnesses/support_agent", "--show-prompt"])
     assert result.exit_code == 0, result.output
     (expected,) = render_prompt(load_harness(ROOT / "harnesses" / "support_agent"))
@@ -175,7 +183,7 @@ def test_show_prompt_with_a_message_prints_the_messages_sent_then_the_episode(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     model = ScriptedModel(["Hello! How can I help?", "Hello again."], name="openai/gpt-4o-mini")
-    monkeypatch.setattr(harnesses._try, "get_model", lambda *_args, **_kwargs: model)
+    monkeypatch.setattr(_try, "get_model", lambda *_args, **_kwargs: model)
     args = ["try", "harnesses/support_agent", "-m", "hi", "--model", "scripted"]
     result = runner.invoke(app, [*args, "--show-prompt"])
     assert result.exit_code == 0, result.output
@@ -196,8 +204,8 @@ def test_show_prompt_with_a_message_prints_the_messages_sent_then_the_episode(
 
 def test_try_starts_from_the_worlds_default_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
     # A harness on a world without `small_shop` (the old default) runs without --fixture.
-    monkeypatch.setattr(harnesses._try, "load_harness", lambda _path: toy("native"))
-    monkeypatch.setattr(harnesses._try, "get_model", lambda *_args, **_kwargs: ScriptedModel(["Hi."]))
+    monkeypatch.setattr(_try, "load_harness", lambda _path: toy("native"))
+    monkeypatch.setattr(_try, "get_model", lambda *_args, **_kwargs: ScriptedModel(["Hi."]))
     result = runner.invoke(app, ["try", "toy", "-m", "hi", "--model", "scripted", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["fixture"] == shop.default_fixture == "tiny"

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harnesses import ConversationError, Harness, UnusableAnswer, next_message
-from harnesses.models import ModelRequest, ScriptedModel
-from worlds import get_world
+from atoll.harnesses import ConversationError, Harness, UnusableAnswer, next_message
+from atoll.harnesses.models import ModelRequest, ScriptedModel
+from atoll.worlds import get_world
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -142,7 +142,7 @@ def test_one_conversation_sends_the_model_the_same_requests_in_evaluation_and_in
     client running the world tool and sending its result back): every model request, its messages
     (prompt, demos as conversations) and its sampling (tool_choice: first until a call succeeds), is
     the same."""
-    from harnesses import run_episode
+    from atoll.harnesses import run_episode
 
     demo = "title: Look up\nsteps:\n  - user: Where is ORD-1001?\n  - call: get_order\n    args: {order_id: ORD-1001}\n    result: {status: shipped}\n  - reply: It shipped.\n"
     files = {

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harnesses import Episode, Limits, load_harness, run_episode
-from harnesses.models import LOCAL_DEFAULT_MODEL, ScriptedModel, get_model
+from atoll.harnesses import Episode, Limits, load_harness, run_episode
+from atoll.harnesses.models import LOCAL_DEFAULT_MODEL, ScriptedModel, get_model
 
 HARNESS = Path(__file__).parents[2] / "harnesses" / "support_agent"
 WRITE_TOOLS = {"refund_items", "refund_order", "start_return", "add_order_note", "verify_identity"}

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harnesses.models._chat import (
+from atoll.harnesses.models._chat import (
     chat_messages,
     chat_segments,
     compile_template,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harnesses.models import EngineUnusable
-from harnesses.models._engine import ProbeResult, engine_setup, rebuild_command, run_probe
+from atoll.harnesses.models import EngineUnusable
+from atoll.harnesses.models._engine import ProbeResult, engine_setup, rebuild_command, run_probe
 
 SYSTEM_INFO = "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | OPENMP = 1 |"
 KILLED = ProbeResult(returncode=-signal.SIGILL, stdout=SYSTEM_INFO + "\n")
@@ -132,12 +132,12 @@ def test_the_cli_stops_with_exit_2_and_one_line_before_the_first_episode(tmp_pat
     script = tmp_path / "engine_dies.py"
     script.write_text(
         "import os, signal, sys\n"
-        "from harnesses.models import _engine, _local\n"
+        "from atoll.harnesses.models import _engine, _local\n"
         "_local.check_available = lambda name: None\n"
         f"_local.gguf_path = lambda name: __import__('pathlib').Path({str(tmp_path / 'm.gguf')!r})\n"
         "dies = [sys.executable, '-c', 'import os, signal; os.kill(os.getpid(), signal.SIGILL)']\n"
         "_engine.run_probe.__kwdefaults__['command'] = dies\n"
-        "from cli import app\n"
+        "from atoll.cli import app\n"
         "app(['try', 'harnesses/support_agent', '-m', 'Where is ORD-1042?', '--model', 'local/gemma-3-270m'])\n"
     )
     (tmp_path / "m.gguf").write_bytes(b"GGUF" + bytes(60))

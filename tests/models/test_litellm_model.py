@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from harnesses.models import (
+from atoll.harnesses.models import (
     LiteLLMModel,
     Model,
     ModelParams,
@@ -15,7 +15,7 @@ from harnesses.models import (
     ResponseCache,
     get_model,
 )
-from harnesses.models._litellm import load
+from atoll.harnesses.models._litellm import load
 
 litellm = load()  # the way the model layer imports it: offline price list, local provider registered
 

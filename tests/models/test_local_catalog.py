@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harnesses.models import ModelParams, ModelRequestError, _local, get_model, local_protocol
-from harnesses.models._catalog import CATALOG, LocalModel, WeightPart, local_model
-from harnesses.models._engine import EngineSetup
-from harnesses.models._litellm import load
-from harnesses.models._snapshots import Snapshot, Snapshots
+from atoll.harnesses.models import ModelParams, ModelRequestError, _local, get_model, local_protocol
+from atoll.harnesses.models._catalog import CATALOG, LocalModel, WeightPart, local_model
+from atoll.harnesses.models._engine import EngineSetup
+from atoll.harnesses.models._litellm import load
+from atoll.harnesses.models._snapshots import Snapshot, Snapshots
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = [
@@ -405,7 +405,7 @@ def test_one_model_is_held_at_a_time(monkeypatch, tmp_path):
 
 
 def test_an_embedded_model_s_answers_are_cached_under_its_engine_revision():
-    from harnesses.models._catalog import ENGINE_REVISION
+    from atoll.harnesses.models._catalog import ENGINE_REVISION
 
     assert get_model("local/gemma-3-270m").cache_options() == {"engine": ENGINE_REVISION}
     assert get_model("openai/gpt-4o-mini").cache_options() == {}

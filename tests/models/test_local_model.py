@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from harnesses.models import LOCAL_DEFAULT_MODEL, ModelParams, ResponseCache, get_model
+from atoll.harnesses.models import LOCAL_DEFAULT_MODEL, ModelParams, ResponseCache, get_model
 
 pytestmark = [
     pytest.mark.local_model,
@@ -49,7 +49,7 @@ async def test_sampled_local_answers_repeat_for_the_same_sample():
 
 
 def test_the_installed_engine_passes_its_check_on_this_cpu():
-    from harnesses.models._local import check_engine
+    from atoll.harnesses.models._local import check_engine
 
     setup = check_engine(LOCAL_DEFAULT_MODEL.removeprefix("local/"))
 
@@ -58,7 +58,7 @@ def test_the_installed_engine_passes_its_check_on_this_cpu():
 
 
 def test_an_agent_interrupted_by_another_answers_the_same_from_its_saved_state():
-    from harnesses.models import _local
+    from atoll.harnesses.models import _local
 
     name = LOCAL_DEFAULT_MODEL.removeprefix("local/")
     caller = [{"role": "system", "content": "Q: What is the capital of Italy?\nA: Rome"}, PROMPT[1]]

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from harnesses.models import ModelParams, ResponseCache, get_model
-from harnesses.models._catalog import QWEN_25_CODER_05B
+from atoll.harnesses.models import ModelParams, ResponseCache, get_model
+from atoll.harnesses.models._catalog import QWEN_25_CODER_05B
 
 pytestmark = [
     pytest.mark.local_model,

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from harnesses.models import LOCAL_DEFAULT_MODEL, MissingCredentials, check_credentials, resolve_model
+from atoll.harnesses.models import LOCAL_DEFAULT_MODEL, MissingCredentials, check_credentials, resolve_model
 
 
 def test_the_model_option_wins_over_the_environment_and_the_harness(monkeypatch):
@@ -62,7 +62,7 @@ def test_a_local_server_without_a_configured_address_needs_no_credentials(monkey
 
 def test_local_and_scripted_models_need_nothing_and_do_not_import_litellm():
     code = (
-        "import sys, harnesses.models as m\n"
+        "import sys, atoll.harnesses.models as m\n"
         "m.check_credentials('local/gemma-3-270m'); m.check_credentials('scripted')\n"
         "assert 'litellm' not in sys.modules, 'litellm imported'\n"
     )

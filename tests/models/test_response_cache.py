@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harnesses.models import ModelParams, ModelRequest, ModelResponse, ResponseCache, Usage
+from atoll.harnesses.models import ModelParams, ModelRequest, ModelResponse, ResponseCache, Usage
 
 
 def _request(text="hello", sample=0, **params):

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harnesses.models import (
+from atoll.harnesses.models import (
     Model,
     ModelParams,
     ModelResponse,

@@ -14,8 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from harnesses.models import ModelParams, ModelRequestError, ResponseCache, _local, get_model, local_protocol
-from harnesses.models._catalog import CATALOG, SMOLLM2_135M, LocalModel, WeightPart, local_model
+from atoll.harnesses.models import (
+    ModelParams,
+    ModelRequestError,
+    ResponseCache,
+    _local,
+    get_model,
+    local_protocol,
+)
+from atoll.harnesses.models._catalog import CATALOG, SMOLLM2_135M, LocalModel, WeightPart, local_model
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALLED = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", *SMOLLM2_135M.modules))

@@ -11,7 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from optimizer import Operator, Proposal, ProposalContext
+from atoll.optimizer import Operator, Proposal, ProposalContext
 
 PROMPT = "prompts/desk.md.j2"
 MAGIC = "ALWAYS ADD A NOTE when asked."

@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from evals import RunStore
-from optimizer import OptimizeConfig
-from optimizer._bandit import PAST_WEIGHT, Bandit, reward, tally
-from optimizer._optimizations import OptimizationStore
+from atoll.evals import RunStore
+from atoll.optimizer import OptimizeConfig
+from atoll.optimizer._bandit import PAST_WEIGHT, Bandit, reward, tally
+from atoll.optimizer._optimizations import OptimizationStore
 
 
 def firsts(bandit: Bandit, draws: int = 400, seed: int = 0) -> dict[str, int]:

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from test_operators import GREET, LOOKUP, ROOT, context_for, desk_files, loaded, propose, write_suite
 
-from evals import Suite, load_suite
-from harnesses import Harness, load_harness
-from harnesses._prompt import render_prompt
-from optimizer._operators import (
+from atoll.evals import Suite, load_suite
+from atoll.harnesses import Harness, load_harness
+from atoll.harnesses._prompt import render_prompt
+from atoll.optimizer._operators import (
     PromptDiet,
     TightenObservations,
     TrimMaxTokens,

@@ -12,11 +12,11 @@ import pytest
 from notes_desk import PROMPT, Helpful, agent, make_workspace
 from rich.console import Console
 
-from evals import RunStore
-from harnesses.models import ScriptedModel
-from optimizer import Operator, OptimizeConfig, OptimizerEvent, Proposal, ProposalContext, optimize
-from optimizer._loop import REASKS
-from views.optimize import event_line, render_optimize_result
+from atoll.evals import RunStore
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import Operator, OptimizeConfig, OptimizerEvent, Proposal, ProposalContext, optimize
+from atoll.optimizer._proposing import REASKS
+from atoll.views.optimize import event_line, render_optimize_result
 
 
 @pytest.fixture

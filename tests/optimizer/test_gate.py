@@ -20,13 +20,13 @@ from pydantic import ValidationError
 from rich.console import Console
 from typer.testing import CliRunner
 
-import optimizer
-from cli import app
-from evals import RunStore
-from harnesses.models import ModelUnavailable, ScriptedModel
-from optimizer._gate import GateConfig, run_gate
-from optimizer._gate_result import GateError, GateReport, load_baseline, save_baseline, write_json
-from views.gate import append_step_summary, markdown_summary, render_gate, write_junit
+from atoll import optimizer
+from atoll.cli import app
+from atoll.evals import RunStore
+from atoll.harnesses.models import ModelUnavailable, ScriptedModel
+from atoll.optimizer._gate import GateConfig, run_gate
+from atoll.optimizer._gate_result import GateError, GateReport, load_baseline, save_baseline, write_json
+from atoll.views.gate import append_step_summary, markdown_summary, render_gate, write_junit
 
 VAL_TASKS = [f"note-{i}" for i in range(1, 5)]
 

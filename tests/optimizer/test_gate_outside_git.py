@@ -12,11 +12,11 @@ import pytest
 from notes_desk import MAGIC, agent, make_workspace
 from typer.testing import CliRunner
 
-from cli import app
-from evals import RunStore
-from harnesses.models import ScriptedModel
-from optimizer._gate import GateConfig, run_gate
-from optimizer._gate_result import save_baseline
+from atoll.cli import app
+from atoll.evals import RunStore
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer._gate import GateConfig, run_gate
+from atoll.optimizer._gate_result import save_baseline
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.git import GitError, commit_folder, dirty_files, files_at, log_of
+from atoll.optimizer.git import GitError, commit_folder, dirty_files, files_at, log_of
 
 
 def git(root: Path, *args: str) -> str:

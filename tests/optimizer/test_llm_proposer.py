@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harnesses.models import ModelRequest, ModelUnavailable, ModelUsage, ScriptedModel
-from optimizer._dspy_engine import dspy_lm
-from optimizer._llm_proposer import LLMProposer, editable
-from optimizer._proposal import FailureReport, ProposalContext
+from atoll.harnesses.models import ModelRequest, ModelUnavailable, ModelUsage, ScriptedModel
+from atoll.optimizer._dspy_engine import dspy_lm
+from atoll.optimizer._llm_proposer import LLMProposer, editable
+from atoll.optimizer._proposal import FailureReport, ProposalContext
 
 FILES = {
     "harness.yaml": "name: support\nworld: helpdesk\nentry: main\nagents:\n  main:\n    prompt: prompts/main.md.j2\n",

@@ -16,13 +16,13 @@ import pytest
 from notes_desk import HARNESS_YAML, MAGIC, PROMPT, DoesNothing, Helpful, agent, git, make_workspace
 from rich.console import Console
 
-from evals import RunStore
-from harnesses.models import ModelUnavailable, ScriptedModel
-from optimizer import Operator, OptimizeConfig, OptimizerError, OptimizerPaused, optimize
-from optimizer._optimizations import OptimizationStore
-from optimizer._screen import round_line
-from views.optimize import event_line, render_optimize_result
-from worlds.base import process_owner
+from atoll.evals import RunStore
+from atoll.harnesses.models import ModelUnavailable, ScriptedModel
+from atoll.optimizer import Operator, OptimizeConfig, OptimizerError, OptimizerPaused, optimize
+from atoll.optimizer._optimizations import OptimizationStore
+from atoll.optimizer._screen import round_line
+from atoll.views.optimize import event_line, render_optimize_result
+from atoll.worlds.base import process_owner
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_a_run_interrupted_at_any_stage_resumes_without_losing_or_repeating_a_co
 
 
 def test_a_crash_between_commit_and_record_does_not_commit_twice(workspace: Path, monkeypatch):
-    from optimizer import _optimizations
+    from atoll.optimizer import _optimizations
 
     original = _optimizations.OptimizationStore.save_step
     crashed = {"done": False}
@@ -172,7 +172,7 @@ class EditsAFile(Operator):
         self.name, self.file, self.edit = name, file, edit
 
     async def propose(self, context):
-        from optimizer import Proposal
+        from atoll.optimizer import Proposal
 
         files = {**context.files, self.file: self.edit(context.files[self.file])}
         return Proposal.build(

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harnesses import Harness, load_harness
-from optimizer import ProposalContext, default_operators
-from optimizer._operators import ChooseModel, model_operators
+from atoll.harnesses import Harness, load_harness
+from atoll.optimizer import ProposalContext, default_operators
+from atoll.optimizer._operators import ChooseModel, model_operators
 
 ROOT = Path(__file__).parents[2]
 GEMMA, QWEN, SMOL = "local/gemma-3-270m", "local/qwen2.5-coder-0.5b", "local/smollm2-135m"

@@ -5,9 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from evals.metrics import EpisodeOutcome
-from harnesses.models import ModelUsage
-from optimizer import (
+from atoll.evals.metrics import EpisodeOutcome
+from atoll.harnesses.models import ModelUsage
+from atoll.optimizer import (
     ObjectiveDecision,
     ObjectiveRule,
     PairedCosts,

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from notes_desk import MAGIC, PROMPT, agent, git, make_workspace
 from rich.console import Console
 
-from evals import RunStore
-from harnesses.models import ScriptedModel
-from optimizer import (
+from atoll.evals import RunStore
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import (
     Operator,
     OptimizeConfig,
     OptimizeResult,
@@ -24,8 +24,8 @@ from optimizer import (
     StepRecord,
     optimize,
 )
-from views.optimize import render_optimize_result
-from views.report import render_report, write_html_report
+from atoll.views.optimize import render_optimize_result
+from atoll.views.report import render_report, write_html_report
 
 PADDING = "Be warm, patient and thorough with every customer who writes to the desk. " * 12
 

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from evals import RunStore, Suite, evaluate_batch, load_suite
-from harnesses import Harness, load_harness
-from harnesses.models import ScriptedModel
-from optimizer import (
+from atoll.evals import RunStore, Suite, evaluate_batch, load_suite
+from atoll.harnesses import Harness, load_harness
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import (
     AddDemo,
     AddRule,
     DisableGuard,
@@ -44,9 +44,9 @@ from optimizer import (
     default_operators,
     optimize,
 )
-from optimizer._loop import _failure_report
-from optimizer._operators import RULES
-from optimizer._operators._settings import learned_requires
+from atoll.optimizer._loop import _failure_report
+from atoll.optimizer._operators import RULES
+from atoll.optimizer._operators._settings import learned_requires
 
 ROOT = Path(__file__).parents[2]
 LOOKUP = {

@@ -18,10 +18,10 @@ from notes_desk import agent, make_workspace
 from pydantic import ValidationError
 from test_operators import HELD_OUT, context_for, desk_agent, desk_files, propose, retrieving, write_suite
 
-from evals import RunStore, Suite, load_suite
-from harnesses import Demo, Harness
-from harnesses.models import ScriptedModel
-from optimizer import (
+from atoll.evals import RunStore, Suite, load_suite
+from atoll.harnesses import Demo, Harness
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import (
     AddRule,
     Operator,
     OptimizeConfig,
@@ -30,7 +30,7 @@ from optimizer import (
     default_operators,
     optimize,
 )
-from optimizer._proposal import _plain, held_out_leak
+from atoll.optimizer._proposal import _plain, held_out_leak
 
 
 @pytest.fixture(scope="module")

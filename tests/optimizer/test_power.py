@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from notes_desk import HARNESS_YAML, PROMPT, write
 from typer.testing import CliRunner
 
-import optimizer
-from cli import app
-from evals import BatchProgress
-from optimizer import (
+from atoll import optimizer
+from atoll.cli import app
+from atoll.evals import BatchProgress
+from atoll.optimizer import (
     AcceptanceRule,
     GateError,
     OptimizerEvent,

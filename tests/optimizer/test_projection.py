@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 import yaml
 
-from evals import EpisodeResult, Grade, load_suite
-from harnesses import Harness, ScriptedUser, run_episode
-from harnesses._tools import project
-from harnesses.models import ScriptedModel
-from optimizer import ProposalContext
-from optimizer._operators import ProjectResults
-from optimizer._operators._projection import choose_fields, gather, leaves
-from worlds import get_world
+from atoll.evals import EpisodeResult, Grade, load_suite
+from atoll.harnesses import Harness, ScriptedUser, run_episode
+from atoll.harnesses._tools import project
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import ProposalContext
+from atoll.optimizer._operators import ProjectResults
+from atoll.optimizer._operators._projection import choose_fields, gather, leaves
+from atoll.worlds import get_world
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_operators import context_for, desk_files, write_suite

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from notes_desk import MAGIC, PROMPT, agent, make_workspace
 
-import optimizer._registry as registry
-from evals import RunStore
-from harnesses.models import ScriptedModel
-from optimizer import (
+import atoll.optimizer._registry as registry
+from atoll.evals import RunStore
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import (
     Greedy,
     OptimizeConfig,
     OptimizerError,
@@ -24,7 +24,7 @@ from optimizer import (
 )
 
 PLUGIN = '''
-from optimizer import Operator, Proposal
+from atoll.optimizer import Operator, Proposal
 
 
 class SayMagic(Operator):

@@ -19,10 +19,10 @@ from notes_desk import HARNESS_YAML, MAGIC, PROMPT, Helpful, agent, git, make_wo
 from rich.console import Console
 from rich.text import Text
 
-from evals import RunStore, evaluate_batch
-from harnesses import load_harness
-from harnesses.models import ScriptedModel
-from optimizer import (
+from atoll.evals import RunStore, evaluate_batch
+from atoll.harnesses import load_harness
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import (
     OptimizeConfig,
     PairedScores,
     Proposal,
@@ -35,11 +35,11 @@ from optimizer import (
     resolve_side,
     task_flips,
 )
-from optimizer._history import parse_commit
-from views.compare import render_comparison
-from views.harness_diff import DELETED, INSERTED, render_harness_diff, word_diff, yaml_changes
-from views.history import render_history
-from views.report import render_report, render_run_report, write_html_report
+from atoll.optimizer._history import parse_commit
+from atoll.views.compare import render_comparison
+from atoll.views.harness_diff import DELETED, INSERTED, render_harness_diff, word_diff, yaml_changes
+from atoll.views.history import render_history
+from atoll.views.report import render_report, render_run_report, write_html_report
 
 
 class World:

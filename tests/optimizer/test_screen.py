@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from optimizer._screen import race, race_order, round_sizes
+from atoll.optimizer._screen import race, race_order, round_sizes
 
 # The incumbent fails t0..t5 and passes t6..t15: a train sample of 16.
 INCUMBENT = {f"t{i}": [0.0 if i < 6 else 1.0] for i in range(16)}

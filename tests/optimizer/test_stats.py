@@ -5,8 +5,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from evals.metrics import EpisodeOutcome
-from worlds.base.stats import (
+from atoll.evals.metrics import EpisodeOutcome
+from atoll.worlds.base.stats import (
     AcceptanceRule,
     Decision,
     GateRule,

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from worlds.serve import create_app
+from atoll.worlds.serve import create_app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 LAUNCH_ARGS = [

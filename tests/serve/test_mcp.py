@@ -14,8 +14,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from worlds import UnknownFixture
-from worlds.serve import create_mcp_http_app, create_mcp_server
+from atoll.worlds import UnknownFixture
+from atoll.worlds.serve import create_mcp_http_app, create_mcp_server
 
 WORLDS_DIR = Path(__file__).parents[1] / "worlds"
 
@@ -110,7 +110,7 @@ def test_an_unknown_fixture_or_clock_fails_when_the_server_is_made(shop):
 async def test_the_stdio_server_serves_a_real_client_in_a_subprocess(shop):
     script = (
         f"import sys; sys.path.insert(0, {str(WORLDS_DIR)!r}); from shop_world import shop; "
-        "from worlds.serve import run_mcp; run_mcp(shop, 'tiny', 5)"
+        "from atoll.worlds.serve import run_mcp; run_mcp(shop, 'tiny', 5)"
     )
     params = StdioServerParameters(command=sys.executable, args=["-c", script], env=dict(os.environ))
     async with Client(params) as client:

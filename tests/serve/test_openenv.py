@@ -10,7 +10,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from worlds.serve import ResetRequest, create_app, run_server
+from atoll.worlds.serve import ResetRequest, create_app, run_server
 
 
 @pytest.fixture(scope="module")

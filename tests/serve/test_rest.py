@@ -6,11 +6,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from worlds import get_world
-from worlds.payments.fixtures import fixed_id
-from worlds.payments.world import API_VERSION
-from worlds.serve import ResetRequest, SessionManager, WorldCatalog, create_app
-from worlds.serve._form import FormError, bracketed, decode
+from atoll.worlds import get_world
+from atoll.worlds.payments.fixtures import fixed_id
+from atoll.worlds.payments.world import API_VERSION
+from atoll.worlds.serve import ResetRequest, SessionManager, WorldCatalog, create_app
+from atoll.worlds.serve._form import FormError, bracketed, decode
 
 AUTH = {"authorization": "Bearer sk_test_anything"}
 FORM = {**AUTH, "content-type": "application/x-www-form-urlencoded"}
@@ -170,8 +170,8 @@ def test_a_token_server_takes_the_token_as_the_api_key(shop, serve):
 
 
 async def test_an_idle_key_expires_with_its_session_and_says_how_to_reopen():
-    from worlds.serve import RestInstances
-    from worlds.serve._rest import RestError
+    from atoll.worlds.serve import RestInstances
+    from atoll.worlds.serve._rest import RestError
 
     now = [0.0]
     manager = SessionManager(WorldCatalog(["payments"]), idle_seconds=10, clock=lambda: now[0])

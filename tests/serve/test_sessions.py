@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worlds import UnknownFixture, UnknownWorld
-from worlds.serve import (
+from atoll.worlds import UnknownFixture, UnknownWorld
+from atoll.worlds.serve import (
     NoInstance,
     ResetRequest,
     SessionLimitReached,

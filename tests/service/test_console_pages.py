@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "optimizer"))
 
 from notes_desk import HARNESS_YAML, MAGIC, PROMPT, Helpful, agent, make_workspace
 
-from evals import RunStore, evaluate_batch
-from harnesses import load_harness
-from harnesses.models import ScriptedModel
-from optimizer import OptimizeConfig, OptimizerEvent, OptimizerStatus, optimize
-from service import (
+from atoll.evals import RunStore, evaluate_batch
+from atoll.harnesses import load_harness
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import OptimizeConfig, OptimizerEvent, OptimizerStatus, optimize
+from atoll.service import (
     FeedbackIn,
     Job,
     NewRecord,

@@ -20,10 +20,10 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
-from cli import app as cli_app
-from evals import RunRecord, RunStore
-from harnesses.models import ModelRequest, ModelUnavailable, ScriptedModel
-from service import ReleaseChain, create_service_app
+from atoll.cli import app as cli_app
+from atoll.evals import RunRecord, RunStore
+from atoll.harnesses.models import ModelRequest, ModelUnavailable, ScriptedModel
+from atoll.service import ReleaseChain, create_service_app
 
 PROMPT = "prompts/front.md.j2"
 FILES = {
@@ -367,8 +367,8 @@ def test_a_model_outage_is_a_502_server_error_naming_its_record(
 
 WRITER = """
 import sys, time
-from evals import RunStore
-from service import NewRecord, RecordStore
+from atoll.evals import RunStore
+from atoll.service import NewRecord, RecordStore
 records = RecordStore(RunStore(sys.argv[1]))
 print("ready", flush=True)
 until = time.monotonic() + float(sys.argv[2])
@@ -601,10 +601,10 @@ def test_out_of_range_arguments_are_one_line_and_a_usage_error(
 
 
 def test_serve_says_what_it_redacts_before_serving(harness: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import service._app as app_module
+    import atoll.service._app as app_module
 
     monkeypatch.setattr(app_module, "run_service", lambda *args, **kwargs: None)
-    monkeypatch.setattr("service.run_service", lambda *args, **kwargs: None)
+    monkeypatch.setattr("atoll.service.run_service", lambda *args, **kwargs: None)
     result = CliRunner().invoke(cli_app, ["serve", "--harness", str(harness)])
     assert result.exit_code == 0, result.output
     assert "records: redacting email, phone, card" in result.stderr

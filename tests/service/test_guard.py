@@ -15,11 +15,11 @@ import pytest
 from fastapi import FastAPI, Request
 from typer.testing import CliRunner
 
-from cli import app as cli_app
-from evals import RunStore
-from service import create_service_app
-from service._protocol import guarded_protocol
-from worlds.serve import Guard, check_bind
+from atoll.cli import app as cli_app
+from atoll.evals import RunStore
+from atoll.service import create_service_app
+from atoll.service._protocol import guarded_protocol
+from atoll.worlds.serve import Guard, check_bind
 
 TOKEN = "s3cret"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}

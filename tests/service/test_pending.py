@@ -18,12 +18,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-import service._pending as pending_module
-from evals import RunStore
-from harnesses.models import ScriptedModel
-from service import NewRecord, RecordStore, create_service_app
-from service._pending import journal_folder
-from service._records import INSERT_ROWS
+import atoll.service._pending as pending_module
+from atoll.evals import RunStore
+from atoll.harnesses.models import ScriptedModel
+from atoll.service import NewRecord, RecordStore, create_service_app
+from atoll.service._pending import journal_folder
+from atoll.service._records import INSERT_ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "harnesses" / "support_agent"
@@ -138,9 +138,9 @@ def _record(n: int) -> NewRecord:
 SERVER = """
 import sys
 import uvicorn
-from evals import RunStore
-from harnesses.models import ScriptedModel
-from service import create_service_app
+from atoll.evals import RunStore
+from atoll.harnesses.models import ScriptedModel
+from atoll.service import create_service_app
 app = create_service_app(
     [sys.argv[2]], worlds=[], store=RunStore(sys.argv[1]), model=ScriptedModel(fn=lambda _: sys.argv[3])
 )

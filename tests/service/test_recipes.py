@@ -27,18 +27,18 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
-import optimizer._registry
-from cli import app
-from evals import RunStore
-from harnesses.models import ScriptedModel
-from optimizer import (
+from atoll.cli import app
+from atoll.evals import RunStore
+from atoll.harnesses.models import ScriptedModel
+from atoll.optimizer import (
     Operator,
     OptimizerEvent,
     Proposal,
     ProposalContext,
+    _registry,
     optimize,
 )
-from service import (
+from atoll.service import (
     Job,
     JobConflict,
     JobOptions,
@@ -52,9 +52,9 @@ from service import (
     load_recipe,
     release_harness,
 )
-from service.recipes import EvolveOnFeedback, Manual, Scheduled
-from worlds.base import now_text
-from worlds.serve._sessions import SessionManager
+from atoll.service.recipes import EvolveOnFeedback, Manual, Scheduled
+from atoll.worlds.base import now_text
+from atoll.worlds.serve._sessions import SessionManager
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "optimizer"))
 
@@ -99,7 +99,7 @@ class Breaks(Operator):
 @pytest.fixture(autouse=True)
 def operators(monkeypatch: pytest.MonkeyPatch) -> None:
     for factory in (HelpfulNote, Stalls, Breaks):
-        monkeypatch.setitem(optimizer._registry._registered, factory.name, factory)
+        monkeypatch.setitem(_registry._registered, factory.name, factory)
 
 
 @pytest.fixture
@@ -179,7 +179,7 @@ def test_negative_feedback_starts_a_job_whose_release_the_endpoint_then_serves(
     first_release(repo, store)
     recipe = recipe_file(
         tmp_path,
-        "service.recipes:EvolveOnFeedback",
+        "atoll.service.recipes:EvolveOnFeedback",
         min_negative=3,
         operators=["helpful_note"],
         max_proposals=1,
@@ -201,7 +201,7 @@ def test_negative_feedback_starts_a_job_whose_release_the_endpoint_then_serves(
         job = ended(url, job["id"])
 
         assert (job["status"], job["kind"], job["stage"]) == ("finished", "evolve", "done"), job
-        assert job["source"] == "recipe service.recipes:EvolveOnFeedback"
+        assert job["source"] == "recipe atoll.service.recipes:EvolveOnFeedback"
         drafts = job["result"]["drafts"]
         assert sorted(drafts["tasks"]) == sorted(f"draft-{record}" for record in records)
         assert "the note is on the order" in Path(drafts["path"]).read_text()
@@ -386,7 +386,7 @@ def test_a_held_release_gated_against_a_head_that_moved_is_refused(
 def test_a_manual_recipe_plans_the_job_a_bare_request_starts(
     repo: Path, store: RunStore, serve, tmp_path
 ) -> None:
-    recipe = recipe_file(tmp_path, "service.recipes:Manual", release="hold", max_proposals=0)
+    recipe = recipe_file(tmp_path, "atoll.service.recipes:Manual", release="hold", max_proposals=0)
     with serve(service(repo, store, recipe=recipe, check_every=0.05)) as url:
         time.sleep(0.2)
         assert httpx.get(f"{url}/jobs").json()["data"] == []  # never on its own
@@ -433,7 +433,7 @@ def test_a_request_cannot_choose_the_suite_nor_an_unbounded_budget_nor_its_own_p
     # a recipe file is the operator's own: it keeps every option, and a request may use its proposer model
     recipe = recipe_file(
         tmp_path,
-        "service.recipes:Manual",
+        "atoll.service.recipes:Manual",
         suite=str(repo / "s"),
         proposer_model="recipe-model",
         max_minutes=None,
@@ -626,32 +626,35 @@ def test_the_shipped_recipes_decide_on_the_state() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("recipe: service.recipes:EvolveOnFeedback\nsettings: {min_negative: 0}\n", "settings.min_negative:"),
         (
-            "recipe: service.recipes:EvolveOnFeedback\nsettings: {min_negatve: 3}\n",
+            "recipe: atoll.service.recipes:EvolveOnFeedback\nsettings: {min_negative: 0}\n",
+            "settings.min_negative:",
+        ),
+        (
+            "recipe: atoll.service.recipes:EvolveOnFeedback\nsettings: {min_negatve: 3}\n",
             "settings.min_negatve: unknown key",
         ),
         (
-            "recipe: service.recipes:EvolveOnFeedback\nsettings: {operators: [add_rul]}\n",
+            "recipe: atoll.service.recipes:EvolveOnFeedback\nsettings: {operators: [add_rul]}\n",
             "settings.operators: unknown operator(s) add_rul",
         ),
-        ("recipe: service.recipes:Scheduled\nsettings: {every: soon}\n", "settings.every:"),
-        ("recipe: service.recipes:Scheduled\nsettings: {}\n", "settings.every: Field required"),
-        ("recipe: service.recipes:Nope\n", "has no pydantic model class 'Nope'"),
+        ("recipe: atoll.service.recipes:Scheduled\nsettings: {every: soon}\n", "settings.every:"),
+        ("recipe: atoll.service.recipes:Scheduled\nsettings: {}\n", "settings.every: Field required"),
+        ("recipe: atoll.service.recipes:Nope\n", "has no pydantic model class 'Nope'"),
         ("recipe: no_such_module_here:Recipe\n", "cannot import no_such_module_here"),
         ("recipe: not a class name\n", "recipe: String should match pattern"),
         ("settings: {}\n", "recipe: Field required"),
-        ("recipe: service.recipes:Manual\nschedule: 1h\n", "schedule: unknown key"),
+        ("recipe: atoll.service.recipes:Manual\nschedule: 1h\n", "schedule: unknown key"),
         ("recipe: !!python/object/apply:os.system [echo hi]\n", "not YAML"),
         (
-            "recipe: service.recipes:Scheduled\nsettings: {every: 1e400d}\n",
+            "recipe: atoll.service.recipes:Scheduled\nsettings: {every: 1e400d}\n",
             "settings.every: '1e400d' is longer",
         ),
         (
-            "recipe: service.recipes:Scheduled\nsettings: {every: 1e12d}\n",
+            "recipe: atoll.service.recipes:Scheduled\nsettings: {every: 1e12d}\n",
             "settings.every: '1e12d' is longer",
         ),
-        ("recipe: service.recipes:Scheduled\nsettings: {every: 4000d}\n", "settings.every:"),
+        ("recipe: atoll.service.recipes:Scheduled\nsettings: {every: 4000d}\n", "settings.every:"),
     ],
 )
 def test_a_recipe_file_error_names_the_file_and_the_field(tmp_path: Path, text: str, expected: str) -> None:
@@ -665,7 +668,7 @@ def test_a_recipe_file_error_names_the_file_and_the_field(tmp_path: Path, text: 
 
 def test_a_recipe_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
-    path.write_bytes("recipe: service.recipes:Manual\n# café\n".encode("latin-1"))
+    path.write_bytes("recipe: atoll.service.recipes:Manual\n# café\n".encode("latin-1"))
     with pytest.raises(RecipeError, match=r"latin1\.yaml: not UTF-8 text"):
         load_recipe(path)
 
@@ -713,14 +716,14 @@ def test_a_recipe_for_a_harness_not_served_is_refused_at_start_up(
     repo: Path, store: RunStore, tmp_path
 ) -> None:
     path = tmp_path / "elsewhere.yaml"
-    path.write_text("recipe: service.recipes:Manual\nharnesses: [support_agent]\n")
+    path.write_text("recipe: atoll.service.recipes:Manual\nharnesses: [support_agent]\n")
     with pytest.raises(RecipeError, match=r"elsewhere\.yaml: harnesses: support_agent not served here"):
         service(repo, store, recipe=path)
 
 
 def test_serve_refuses_a_recipe_without_a_harness_and_a_wrong_recipe_before_serving(tmp_path: Path) -> None:
     path = tmp_path / "evolve.yaml"
-    path.write_text("recipe: service.recipes:EvolveOnFeedback\nsettings: {release: later}\n")
+    path.write_text("recipe: atoll.service.recipes:EvolveOnFeedback\nsettings: {release: later}\n")
     alone = CliRunner().invoke(app, ["serve", "--recipe", str(path)])
     assert alone.exit_code == 2 and "name at least one --harness" in alone.output
     wrong = CliRunner().invoke(

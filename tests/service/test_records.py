@@ -24,12 +24,12 @@ from pydantic import ValidationError
 from rich.console import Console
 from typer.testing import CliRunner
 
-import commands.records as records_cli
-import service._records as records_module
-import service._tasks as tasks_module
-from cli import app
-from evals import RunStore, SuiteError, load_suite
-from service import (
+import atoll.commands.records as records_cli
+import atoll.service._records as records_module
+import atoll.service._tasks as tasks_module
+from atoll.cli import app
+from atoll.evals import RunStore, SuiteError, load_suite
+from atoll.service import (
     FeedbackIn,
     NewRecord,
     RecordError,
@@ -43,8 +43,8 @@ from service import (
     records_router,
     redact_text,
 )
-from service._records import SUMMARY_CHARS, RecordSummary
-from worlds import ProjectError
+from atoll.service._records import SUMMARY_CHARS, RecordSummary
+from atoll.worlds import ProjectError
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w-]+")
 

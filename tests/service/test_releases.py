@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import service._publish
-from cli import app
-from evals import RunStore
-from harnesses import content_hash
-from harnesses.models import ScriptedModel
-from service import (
+from atoll.cli import app
+from atoll.evals import RunStore
+from atoll.harnesses import content_hash
+from atoll.harnesses.models import ScriptedModel
+from atoll.service import (
     Release,
     ReleaseChain,
     ReleaseError,
     ReleaseRefused,
     StaleRelease,
+    _publish,
     release_harness,
     rollback_harness,
 )
@@ -167,13 +167,13 @@ def test_a_folder_changed_while_it_is_gated_is_not_released_on_evidence_about_ot
 ):
     first = release(repo, store)
     commit_prompt(repo, "You keep notes on orders.\n")  # a regression, committed: the candidate
-    gate = service._publish.run_gate
+    gate = _publish.run_gate
 
     async def edited_meanwhile(config, **options):  # someone fixes the folder while the gate runs
         (repo / "h" / PROMPT).write_text(GOOD + "{# fixed, not committed #}\n")
         return await gate(config, **options)
 
-    monkeypatch.setattr(service._publish, "run_gate", edited_meanwhile)
+    monkeypatch.setattr(_publish, "run_gate", edited_meanwhile)
 
     with pytest.raises(ReleaseError, match="the harness folder changed while it was gated") as refused:
         release(repo, store)
@@ -192,8 +192,8 @@ def test_a_release_identical_to_the_head_is_refused(repo: Path, store: RunStore)
 
 RACER = """
 import json, sys
-from evals import RunStore
-from service import ReleaseChain, StaleRelease
+from atoll.evals import RunStore
+from atoll.service import ReleaseChain, StaleRelease
 
 chain = ReleaseChain(RunStore(sys.argv[1]))
 head = chain.head("notes_desk")  # both racers read the same head before either publishes
@@ -315,9 +315,9 @@ def test_release_list_and_show_print_the_chain(repo: Path):
 
 
 def test_release_refuses_a_regression_showing_the_gate(repo: Path, monkeypatch: pytest.MonkeyPatch):
-    gate = service._publish.run_gate  # the CLI resolves models by name; give the gate the scripted agent
+    gate = _publish.run_gate  # the CLI resolves models by name; give the gate the scripted agent
     monkeypatch.setattr(
-        service._publish,
+        _publish,
         "run_gate",
         lambda config, model, store, on_progress: gate(config, model=ScriptedModel(fn=agent), store=store),
     )

@@ -16,19 +16,19 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from evals import RunStore
-from service import RecordStore
-from service._pending import journal_folder
+from atoll.cli import app
+from atoll.evals import RunStore
+from atoll.service import RecordStore
+from atoll.service._pending import journal_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "harnesses" / "support_agent"
 REPLY = "import os\n\n\ndef reply(_):\n    return f'answered by {os.getpid()}'\n"
 SERVER = """
 import sys
-from evals import RunStore
-from harnesses.models import ScriptedModel
-from service import run_service
+from atoll.evals import RunStore
+from atoll.harnesses.models import ScriptedModel
+from atoll.service import run_service
 from pid_reply import reply
 run_service(
     "127.0.0.1", int(sys.argv[3]), harnesses=[sys.argv[2]], worlds=[], store=RunStore(sys.argv[1]),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 
-from worlds import FixtureContext, ToolContext, World
+from atoll.worlds import FixtureContext, ToolContext, World
 
 SCHEMA = """
 CREATE TABLE accounts (

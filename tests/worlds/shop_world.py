@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 
-from worlds import FixtureContext, Include, ToolContext, ToolError, World
+from atoll.worlds import FixtureContext, Include, ToolContext, ToolError, World
 
 SCHEMA = """
 CREATE TABLE customers (id TEXT PRIMARY KEY, name TEXT NOT NULL, credit REAL NOT NULL DEFAULT 0);

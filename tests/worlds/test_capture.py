@@ -14,7 +14,7 @@ from capture_world import episode, ledger
 from shop_world import loyalty, shop
 from test_engine import full_comparison
 
-from worlds import _capture
+from atoll.worlds import _capture
 
 HERE = Path(__file__).parent
 
@@ -22,7 +22,7 @@ EPISODES = """
 import json
 from capture_world import episode, ledger
 from shop_world import loyalty, shop
-from worlds import _capture
+from atoll.worlds import _capture
 
 def record(instance):
     calls = [

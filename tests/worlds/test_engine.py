@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shop_world import loyalty, shop
 
-from worlds import (
+from atoll.worlds import (
     Clock,
     FixtureContext,
     InstanceClosed,
@@ -389,7 +389,7 @@ def test_a_fixture_build_is_deterministic():
 
 
 def test_only_packages_with_a_world_are_listed_as_worlds():
-    from worlds import list_worlds
+    from atoll.worlds import list_worlds
 
     assert list_worlds() == ["clinic", "helpdesk", "payments", "tau2_airline", "tau2_retail"]
 

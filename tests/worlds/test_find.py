@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import worlds._find as find
-from worlds import (
+import atoll.worlds._find as find
+from atoll.worlds import (
     PATH_VARIABLE,
     AtollError,
     ProjectError,

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worlds import FixtureContext, Instance, get_world
-from worlds.helpdesk import fixtures
+from atoll.worlds import FixtureContext, Instance, get_world
+from atoll.worlds.helpdesk import fixtures
 
 WORLD = get_world("helpdesk")
 

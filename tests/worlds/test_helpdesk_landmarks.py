@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from worlds import WorldDefinitionError, get_world
-from worlds.helpdesk import fixtures, landmarks
+from atoll.worlds import WorldDefinitionError, get_world
+from atoll.worlds.helpdesk import fixtures, landmarks
 
 GOOD = yaml.safe_load(landmarks.PATH.read_text(encoding="utf-8"))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from worlds import ToolContext, World, WorldDefinitionError, get_world
-from worlds.payments.fixtures import fixed_id
+from atoll.worlds import ToolContext, World, WorldDefinitionError, get_world
+from atoll.worlds.payments.fixtures import fixed_id
 
 WORLD = get_world("payments")
 MCP_TOOLS = {

@@ -18,8 +18,8 @@ import httpx
 import pytest
 import stripe  # a dev dependency: ImportError here is the loud failure the suite wants
 
-from worlds.payments.fixtures import fixed_id
-from worlds.payments.world import API_VERSION
+from atoll.worlds.payments.fixtures import fixed_id
+from atoll.worlds.payments.world import API_VERSION
 
 KEY = "sk_test_atoll"
 
@@ -36,7 +36,7 @@ def server() -> Iterator[str]:
     command = [
         sys.executable,
         "-m",
-        "cli",
+        "atoll.cli",
         "serve",
         "--world",
         "payments",

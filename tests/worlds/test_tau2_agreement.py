@@ -158,7 +158,7 @@ def tau2_tasks(domain: str) -> list[Any]:
 
 @cache
 def atoll_world(domain: str) -> Any:
-    from worlds import get_world
+    from atoll.worlds import get_world
 
     return get_world(f"tau2_{domain}")
 
@@ -167,7 +167,7 @@ def atoll_world(domain: str) -> Any:
 def records_module(domain: str) -> Any:
     import importlib
 
-    return importlib.import_module(f"worlds.tau2_{domain}.records")
+    return importlib.import_module(f"atoll.worlds.tau2_{domain}.records")
 
 
 KINDS = {  # τ²'s top-level mapping → the function turning one record into rows, and the tables it owns
@@ -590,15 +590,15 @@ def tau2_db_match(case: Case, result: Replay) -> bool:
 
 @cache
 def atoll_suite(domain: str) -> Any:
-    from evals import load_suite
+    from atoll.evals import load_suite
 
     return load_suite(ROOT / "evals" / f"tau2_{domain}")
 
 
 def atoll_db_verdict(case: Case, result: Replay) -> bool:
     """The Atoll suite's verdict on the state: every check of its task but the COMMUNICATE ones."""
-    from evals import grade_episode
-    from harnesses import Episode, Event
+    from atoll.evals import grade_episode
+    from atoll.harnesses import Episode, Event
 
     suite = atoll_suite(case.domain)
     task = suite.task(case.task.id)
@@ -654,8 +654,8 @@ def test_taus_db_check_and_the_atoll_suite_agree_on_every_perturbed_sequence():
 def test_the_communicate_grader_gives_taus_verdict():
     """τ²'s CommunicateEvaluator and the suites' grader on the same messages: told with commas inside
     the number, in another case, not told at all, told across two messages."""
-    from evals import load_suite
-    from harnesses import Episode, Event
+    from atoll.evals import load_suite
+    from atoll.harnesses import Episode, Event
 
     t = tau2_modules()
     from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
@@ -693,7 +693,7 @@ def test_the_start_harness_prompt_is_taus_default_agents(domain):
     """τ²'s LLMAgent system prompt, its constants read from its source (importing it needs litellm)."""
     import ast
 
-    from harnesses import load_harness, render_prompt
+    from atoll.harnesses import load_harness, render_prompt
 
     source = (Path(_utils(domain).__file__).parents[2] / "agent" / "llm_agent.py").read_text()
     constants = {

@@ -22,7 +22,7 @@ def test_without_taus_package_naming_the_world_says_in_one_line_what_to_install(
         [
             sys.executable,
             "-c",
-            f"{hide}sys.argv = ['optimize', 'world', 'show', {world!r}]; from cli import app; app()",
+            f"{hide}sys.argv = ['optimize', 'world', 'show', {world!r}]; from atoll.cli import app; app()",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -37,7 +37,7 @@ def test_without_taus_package_naming_the_world_says_in_one_line_what_to_install(
 @needs_tau2
 def test_a_refused_change_leaves_nothing_behind():
     """A cancellation τ² refuses (the order is not pending) is refused here with its text, and changes nothing."""
-    from worlds import get_world
+    from atoll.worlds import get_world
 
     with get_world("tau2_retail").instance("db") as instance:
         order = instance.call("get_order_details", order_id="#W2611340").value
@@ -59,7 +59,7 @@ def test_a_refused_change_leaves_nothing_behind():
     ],
 )
 def test_calculate_answers_as_taus_eval(expression, answer):
-    from worlds import get_world
+    from atoll.worlds import get_world
 
     with get_world("tau2_airline").instance("db") as instance:
         assert instance.call("calculate", expression=expression).value == answer
@@ -77,7 +77,7 @@ def test_calculate_answers_as_taus_eval(expression, answer):
     ],
 )
 def test_calculate_refuses_as_tau2_does(expression, message):
-    from worlds import get_world
+    from atoll.worlds import get_world
 
     with get_world("tau2_retail").instance("db") as instance:
         result = instance.call("calculate", expression=expression)

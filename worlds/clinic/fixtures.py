@@ -46,7 +46,7 @@ Landmark stories (now = Mon 2026-04-13 08:30):
 
 from datetime import datetime, timedelta
 
-from worlds import FixtureContext
+from atoll.worlds import FixtureContext
 
 from . import data
 from .world import world

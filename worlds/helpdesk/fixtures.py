@@ -15,7 +15,7 @@ The catalogue of landmarks below is generated from landmarks.yaml when this modu
 
 """
 
-from worlds import FixtureContext
+from atoll.worlds import FixtureContext
 
 from . import landmarks
 from .shop import Shop

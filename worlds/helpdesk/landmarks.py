@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from worlds import WorldDefinitionError
+from atoll.worlds import WorldDefinitionError
 
 from . import data
 from .shop import Order, Shop, Text

@@ -14,7 +14,7 @@ from datetime import datetime, time, timedelta
 from itertools import accumulate
 from operator import itemgetter
 
-from worlds import FixtureContext
+from atoll.worlds import FixtureContext
 
 from . import data
 

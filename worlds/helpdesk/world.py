@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from worlds import World
+from atoll.worlds import World
 
 HERE = Path(__file__).parent
 

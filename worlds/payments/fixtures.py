@@ -30,7 +30,7 @@ import string
 from datetime import datetime, timedelta
 from typing import Any
 
-from worlds import TIMESTAMP_FORMAT, FixtureContext
+from atoll.worlds import TIMESTAMP_FORMAT, FixtureContext
 
 from . import data
 from .cards import CARDS

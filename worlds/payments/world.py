@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from worlds import RestFace, World
+from atoll.worlds import RestFace, World
 
 HERE = Path(__file__).parent
 

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from worlds import UnknownWorld, World, get_world, list_worlds
+from atoll.worlds import UnknownWorld, World, get_world, list_worlds
 
 
 class WorldCatalog:

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from worlds import Clock, UnknownFixture, World, get_world
+from atoll.worlds import Clock, UnknownFixture, World, get_world
 
 from ._auth import DEFAULT_MAX_BODY_BYTES, Guard, check_bind
 from ._catalog import WorldCatalog

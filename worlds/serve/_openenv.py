@@ -22,7 +22,7 @@ from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import ValidationError
 
-from worlds import Instance, World, WorldError
+from atoll.worlds import Instance, World, WorldError
 
 from . import _protocol as wire
 from ._auth import DEFAULT_MAX_BODY_BYTES, Guard, check_bind

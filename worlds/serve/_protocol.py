@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from worlds import Instance, ToolResult, World
+from atoll.worlds import Instance, ToolResult, World
 
 from ._sessions import Session
 

@@ -24,7 +24,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from worlds import Operation, ToolFailure, World, WorldError
+from atoll.worlds import Operation, ToolFailure, World, WorldError
 
 from ._form import FormError, bracketed, decode
 from ._sessions import NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager

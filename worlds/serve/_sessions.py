@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worlds import Clock, Instance, World
+from atoll.worlds import Clock, Instance, World
 
 from ._catalog import WorldCatalog
 

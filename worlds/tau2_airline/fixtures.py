@@ -6,7 +6,7 @@ The epoch is τ²'s "now" (its tools stamp new reservations 2024-05-15T15:00:00,
 the current time is 2024-05-15 15:00:00 EST).
 """
 
-from worlds import FixtureContext
+from atoll.worlds import FixtureContext
 
 from ..tau2 import read_json
 from .records import tables_from_db

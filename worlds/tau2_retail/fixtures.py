@@ -3,7 +3,7 @@
 τ²'s retail tools never read the clock; the epoch is the airline domain's "now" so both worlds agree.
 """
 
-from worlds import FixtureContext
+from atoll.worlds import FixtureContext
 
 from ..tau2 import read_json
 from .records import tables_from_db

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from worlds import World
+from atoll.worlds import World
 
 from ..tau2 import policy
 

@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from harnesses import Harness
-from harnesses.models import ModelRequest, ScriptedModel
+from atoll.harnesses import Harness
+from atoll.harnesses.models import ModelRequest, ScriptedModel
 
 from .world import world
 

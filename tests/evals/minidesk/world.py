@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worlds import FixtureContext, ToolContext, ToolError, World
+from atoll.worlds import FixtureContext, ToolContext, ToolError, World
 
 SCHEMA = """
 CREATE TABLE customers (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, credit REAL NOT NULL DEFAULT 0);

@@ -7,7 +7,7 @@ policy is the agent's to follow.
 from datetime import datetime
 from typing import Literal
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 Service = Literal["checkup", "vaccination", "dental", "surgery"]
 Species = Literal["dog", "cat", "rabbit", "bird", "reptile"]

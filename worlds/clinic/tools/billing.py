@@ -1,6 +1,6 @@
 """Billing and record tools: waiving a fee, refunding a payment, and notes on a client's record."""
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..world import world
 from . import _common as c

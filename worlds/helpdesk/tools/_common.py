@@ -7,7 +7,7 @@ left the warehouse); the support policy is the agent's to follow.
 import math
 from typing import Literal
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 RefundMethod = Literal["original_payment", "store_credit"]
 OrderStatus = Literal["pending", "processing", "shipped", "delivered", "cancelled", "returned", "refunded"]

@@ -3,7 +3,7 @@
 import re
 from datetime import datetime
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..world import world
 from . import _common as c

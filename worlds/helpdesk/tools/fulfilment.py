@@ -3,7 +3,7 @@
 import json
 from datetime import timedelta
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from .. import data
 from ..world import world

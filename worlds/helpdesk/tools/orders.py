@@ -3,7 +3,7 @@
 import re
 from datetime import date
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from .. import data
 from ..world import world

@@ -1,6 +1,6 @@
 """Product tools: the catalogue with prices, variants and stock."""
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..world import world
 from . import _common as c

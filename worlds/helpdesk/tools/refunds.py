@@ -3,7 +3,7 @@
 Each refuses to pay back more than was captured minus what was refunded before.
 """
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..world import world
 from . import _common as c

@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..world import world
 from . import _common as c

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from worlds import TIMESTAMP_FORMAT, ToolContext, ToolError
+from atoll.worlds import TIMESTAMP_FORMAT, ToolContext, ToolError
 
 Limit = Annotated[int, Field(ge=1, le=100)]
 Metadata = dict[str, str]

@@ -3,7 +3,7 @@
 
 from datetime import timedelta
 
-from worlds import TIMESTAMP_FORMAT, ToolContext
+from atoll.worlds import TIMESTAMP_FORMAT, ToolContext
 
 from ..world import world
 from . import _common as c

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worlds import TIMESTAMP_FORMAT, ToolContext
+from atoll.worlds import TIMESTAMP_FORMAT, ToolContext
 
 from ..world import world
 from . import _common as c

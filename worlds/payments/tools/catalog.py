@@ -4,7 +4,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worlds import ToolContext
+from atoll.worlds import ToolContext
 
 from ..world import world
 from . import _common as c

@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from worlds import ToolContext
+from atoll.worlds import ToolContext
 
 from ..cards import ALIASES, CARDS, DECLINES, TestCard
 from ..world import world

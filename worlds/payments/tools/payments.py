@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from worlds import ToolContext
+from atoll.worlds import ToolContext
 
 from ..world import world
 from . import _common as c

@@ -6,7 +6,7 @@ unrefunded; the charge's `amount_refunded` and `refunded` follow.
 
 from typing import Any, Literal
 
-from worlds import ToolContext
+from atoll.worlds import ToolContext
 
 from ..world import world
 from . import _common as c

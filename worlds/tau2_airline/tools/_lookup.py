@@ -3,7 +3,7 @@
 
 from typing import Any
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 Row = dict[str, Any]
 

@@ -1,6 +1,6 @@
 """Flight tools: the airports, searching direct and one-stop flights on a date, and a flight's status."""
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..world import world
 from . import _lookup

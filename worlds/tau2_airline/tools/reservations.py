@@ -7,7 +7,7 @@ seats and refunds every entry of the payment history, a change of flights takes 
 reservations are numbered HATHAT, HATHAU, HATHAV as in τ².
 """
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..records import reservation_record
 from ..world import world

@@ -1,6 +1,6 @@
 """User tools: a user's profile, and the certificate an agent may send as compensation."""
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..records import user_record
 from ..world import world

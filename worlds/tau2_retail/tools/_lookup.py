@@ -7,7 +7,7 @@ same words (under Atoll's error shape) and the call is rolled back.
 
 from typing import Any
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 Row = dict[str, Any]
 

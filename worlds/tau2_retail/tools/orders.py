@@ -7,7 +7,7 @@ a cancellation refunds every entry of the payment history, and modifying several
 changed line the price and options of the *last* new item (τ²'s tools.py reuses its loop variable).
 """
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..records import ADDRESS, order_record
 from ..world import world

@@ -1,6 +1,6 @@
 """Product tools: one product with its variants, and the catalogue of product types."""
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..records import product_record
 from ..world import world

@@ -1,6 +1,6 @@
 """User tools: finding a user id, reading a profile and changing its default address."""
 
-from worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext, ToolError
 
 from ..records import user_record
 from ..world import world

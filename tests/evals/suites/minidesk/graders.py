@@ -1,6 +1,6 @@
 """Python graders of the minidesk test suite."""
 
-from evals import Check, grader
+from atoll.evals import Check, grader
 
 
 @grader

@@ -1,0 +1,102 @@
+"""A run's evaluations: each harness played once per (role, key), under a run id a resumed run finds.
+
+The loop asks for the val batch a variant is decided on, the train batch proposers read and the
+screen's and confirmation's batches; this keeps them, stores their episodes under
+`{run}-{role}{key}-{hash}`, pauses the run when the model stopped answering, and says about how long
+a batch like one already played would take (what the time budget plans with).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from atoll.evals import BatchProgress, BatchResult, RunStore, Suite, evaluate_batch, in_flight
+from atoll.harnesses import Harness
+from atoll.harnesses.models import Model
+
+from ._config import OptimizeConfig, OptimizerPaused
+
+
+class Evaluations:
+    """The evaluations of run `run_id`, on `suite` with `model`.
+
+    Args:
+        on_start: told the stage ("train: 1a2b3c4d") when an evaluation starts playing.
+        on_progress: each batch's progress, as `evaluate_batch` reports it.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        config: OptimizeConfig,
+        suite: Suite,
+        model: Model,
+        store: RunStore,
+        harness_path: Path,
+        *,
+        on_start: Callable[[str], None],
+        on_progress: Callable[[BatchProgress], None],
+    ) -> None:
+        self.run_id, self.config, self.suite, self.model, self.store = run_id, config, suite, model, store
+        self.harness_path = harness_path
+        self.on_start, self.on_progress = on_start, on_progress
+        self.played: dict[str, BatchResult] = {}
+        self.train_seconds = 0.0  # spent on train batches, one-off per harness: not a proposal's cost
+        train = [task.id for task in suite.select(split="train")]
+        if config.train_sample is not None and config.train_sample < len(train):
+            train = sorted(random.Random(f"{config.seed}:train").sample(train, config.train_sample))
+        self.train_tasks = train
+
+    async def evaluate(self, harness: Harness, role: str, *, key: str = "", **selection: Any) -> BatchResult:
+        """Evaluate `harness` once per (role, key): the run id makes a resumed run find its episodes."""
+        run_id = f"{self.run_id}-{role}{key}-{harness.hash[:12]}"
+        if run_id in self.played:
+            return self.played[run_id]
+        self.on_start(f"{role}: {harness.hash[:8]}")
+        self.store.forget_outages(run_id)  # a resumed run asks the model again where it was down
+        result = await evaluate_batch(
+            harness,
+            self.suite,
+            model=self.model,
+            concurrency=self.config.concurrency,
+            store=self.store,
+            run_id=run_id,
+            kind=f"optimize-{role}",
+            on_progress=self.on_progress,
+            reuse=self.config.reuse,
+            executor=self.config.executor,
+            **selection,
+        )
+        outages = sum(r.episode.stop_reason == "model_error" for r in result.results)
+        if result.results and outages / len(result.results) > self.config.rule.max_error_rate:
+            reason = next(r.episode.error for r in result.results if r.episode.stop_reason == "model_error")
+            raise OptimizerPaused(
+                f"the model stopped answering ({outages} of {len(result.results)} episodes of the {role} "
+                f"evaluation failed: {reason}); the run is saved, resume it with "
+                f"`optimize run {self.harness_path} --resume {self.run_id}`"
+            )
+        self.played[run_id] = result
+        return result
+
+    async def val(self, harness: Harness) -> BatchResult:
+        """The val batch a variant is decided on (stored as the `gate` role, which older runs resume by)."""
+        return await self.evaluate(harness, "gate", split="val", k=self.config.k)
+
+    async def train(self, harness: Harness) -> BatchResult:
+        """The harness on the train sample, one seed each: where proposers find failures to fix."""
+        began = time.monotonic()
+        result = await self.evaluate(harness, "train", tasks=self.train_tasks, k=1)
+        self.train_seconds += time.monotonic() - began
+        return result
+
+    def seconds(self, sample: BatchResult, episodes: int) -> float:
+        """About how long `episodes` episodes like `sample`'s take in a batch: from their recorded durations,
+        so an evaluation reused from the store, which took no time now, still says what one costs."""
+        if not sample.results or not episodes:
+            return 0.0
+        mean = sum(r.episode.duration_s for r in sample.results) / len(sample.results)
+        return episodes * mean / min(in_flight(self.model, self.config.concurrency), episodes)

@@ -1,0 +1,146 @@
+"""Which proposer a slot asks, and the first new proposal it gets.
+
+Proposers are tried in a Thompson-sampling order (this run's verdicts over the stored record of past
+runs on the harness); a proposal whose files repeat the incumbent, the start or an earlier proposal of
+the run uses no slot, and a proposer that only repeats is asked again with fresh randomness a bounded
+number of times. Every draw is seeded by (run seed, iteration, ask), so a resumed run makes the same
+choices and lands on the same proposal.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+
+from atoll.harnesses import Harness, content_hash
+from atoll.harnesses.models import ModelError, ModelUsage, ResponseCache, check_model, get_model
+
+from ._bandit import PAST_WEIGHT, Bandit, Counts, tally
+from ._config import OptimizeConfig, OptimizerError, OptimizerPaused
+from ._optimizations import OptimizationStore
+from ._proposal import Proposal, ProposalContext, Proposer
+from ._registry import check_proposer, make_operators
+
+REASKS = 2  # how often, in one proposal slot, a proposer that repeated an earlier proposal is asked again
+NOTHING_NEW = ("none", "duplicate")  # verdicts of a slot in which no proposer had new files to try
+
+
+def configured_proposers(config: OptimizeConfig) -> list[Proposer]:
+    """The operators `config` names (its objective's defaults when it names none), the LLM proposer first
+    when it gives a proposer model."""
+    operators = make_operators(config.operators, objective=config.objective, models=bool(config.models))
+    if config.proposer_model:
+        from ._llm_proposer import LLMProposer
+
+        check_model(config.proposer_model)
+        operators.insert(0, LLMProposer(get_model(config.proposer_model, cache=ResponseCache.default())))
+    if not operators:
+        raise OptimizerError("no proposers: name at least one operator or give --proposer-model")
+    return operators
+
+
+class Proposing:
+    """The proposers of run `run_id` and the record they are ordered by.
+
+    Args:
+        start: the run's start harness (its name keys the past record; a proposal of its files repeats).
+        usage: the run's model usage, which every proposer's spend is added to.
+        on_repeat: told, in words, of each repeat passed over.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        proposers: list[Proposer],
+        optimizations: OptimizationStore,
+        start: Harness,
+        harness_path: Path,
+        *,
+        seed: int,
+        usage: Callable[[ModelUsage], None],
+        on_repeat: Callable[[str], None],
+    ) -> None:
+        for proposer in proposers:
+            check_proposer(proposer)
+        self.run_id, self.proposers, self.optimizations = run_id, proposers, optimizations
+        self.start, self.harness_path, self.seed = start, harness_path, seed
+        self.usage, self.on_repeat = usage, on_repeat
+
+    async def next(
+        self, iteration: int, context: ProposalContext, incumbent: Harness
+    ) -> tuple[Proposal | None, list[tuple[Proposal, str]]]:
+        """The first proposal, proposers in bandit order, whose files are new, and the repeats passed over
+        on the way, each with what it repeats. A repeat uses no proposal slot: the next proposer is asked,
+        then those that repeated are asked again with fresh randomness, REASKS times at most, so a
+        proposer that only repeats itself cannot hold the run."""
+        repeats: list[tuple[Proposal, str]] = []
+        proposers = self.order(iteration)
+        for ask in range(REASKS + 1):
+            if ask:
+                rng = random.Random(f"{self.seed}:{iteration}:ask{ask}")
+                context = context.model_copy(update={"rng": rng})
+            repeated = []
+            for proposer in proposers:
+                proposal = await self.ask(proposer, context)
+                if proposal is None:
+                    continue
+                what = self.repeat_of(content_hash(proposal.files), incumbent, iteration)
+                if what is None:
+                    return proposal, repeats
+                repeats.append((proposal, what))
+                repeated.append(proposer)
+                again = f"; asked again, {ask + 1} of {REASKS + 1} times" if ask else ""
+                self.on_repeat(f"duplicate, not counted: {proposal.operator} proposed {what}{again}")
+            proposers = repeated
+        return None, repeats
+
+    async def ask(self, proposer: Proposer, context: ProposalContext) -> Proposal | None:
+        """One proposer's candidate; its model spend counts toward the budgets, its outage pauses."""
+        before = proposer.usage.model_copy()
+        try:
+            return await proposer.propose(context)
+        except ModelError as error:
+            raise OptimizerPaused(
+                f"the proposer model stopped answering ({error}); the run is saved, resume it with "
+                f"`optimize run {self.harness_path} --resume {self.run_id}`"
+            ) from None
+        finally:
+            self.usage(proposer.usage - before)
+
+    def repeat_of(self, candidate_hash: str, incumbent: Harness, iteration: int) -> str | None:
+        """What a candidate with these files repeats, in words (the incumbent, the start, an earlier
+        proposal of this run); None when its files are new."""
+        if candidate_hash == incumbent.hash:
+            return "no change from the incumbent"
+        if candidate_hash == self.start.hash:
+            return "the start harness again"
+        for row in self.optimizations.proposal_rows(self.run_id):
+            tried = row["verdict"] not in (None, *NOTHING_NEW)
+            if row["candidate_hash"] == candidate_hash and row["iteration"] < iteration and tried:
+                return f"the same files as proposal {row['iteration'] + 1} ({row['verdict']})"
+        return None
+
+    def order(self, iteration: int) -> list[Proposer]:
+        """The proposers to try in turn: Thompson sampling on this run's verdicts before `iteration` over
+        the stored priors, drawn with the iteration's own seed, so a resume makes the same choice."""
+        bandit = Bandit([proposer.name for proposer in self.proposers], self.priors)
+        for row in self.optimizations.proposal_rows(self.run_id):
+            if row["iteration"] < iteration:
+                bandit.record(row["operator"], row["verdict"])
+        draw = random.Random(f"{self.seed}:{iteration}:bandit")
+        rank = {name: i for i, name in enumerate(bandit.order(draw))}
+        return sorted(self.proposers, key=lambda proposer: rank[proposer.name])
+
+    @cached_property
+    def priors(self) -> Counts:
+        """Past runs' record per operator on this harness, read at the first proposal and stored with
+        the run, so a resumed run draws from the same priors whatever ran in between."""
+        stored = (self.optimizations.run(self.run_id) or {}).get("operator_priors")
+        if stored:
+            return {name: (wins, losses) for name, (wins, losses) in json.loads(stored).items()}
+        priors = tally(self.optimizations.past_verdicts(self.start.name, exclude=self.run_id), PAST_WEIGHT)
+        self.optimizations.update_run(self.run_id, operator_priors=json.dumps(priors))
+        return priors
