@@ -23,16 +23,25 @@ from atoll.harnesses.models import Model, ModelParams, ModelUsage
 class AsyncModelEngine:
     """dspy's AsyncEngine: one canonical request becomes one `Model.complete` at `sample`."""
 
-    def __init__(self, model: Model, *, sample: int = 0, usage: ModelUsage | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        *,
+        sample: int = 0,
+        usage: ModelUsage | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
         self.model = model
         self.sample = sample
         self.usage = usage if usage is not None else ModelUsage()
+        self.timeout_s = timeout_s
 
     async def complete(self, request: Request) -> Response:
         validate_request(request)
-        response = await self.model.complete(
-            _messages(request), params=_params(request.config), sample=self.sample
-        )
+        params = _params(request.config)
+        if self.timeout_s is not None:
+            params = params.model_copy(update={"timeout_s": self.timeout_s})
+        response = await self.model.complete(_messages(request), params=params, sample=self.sample)
         self.usage.add(response)
         return Response(
             id=None,
@@ -72,9 +81,17 @@ class ModelEngine:
         """The model is borrowed, not owned: nothing to close."""
 
 
-def dspy_lm(model: Model, *, sample: int = 0, usage: ModelUsage | None = None, **params: float) -> dspy.LM:
-    """A dspy.LM whose calls all go to `model` at `sample`; `params` are temperature, max_tokens…"""
-    engine = AsyncModelEngine(model, sample=sample, usage=usage)
+def dspy_lm(
+    model: Model,
+    *,
+    sample: int = 0,
+    usage: ModelUsage | None = None,
+    timeout_s: float | None = None,
+    **params: float,
+) -> dspy.LM:
+    """A dspy.LM whose calls all go to `model` at `sample`; `params` are temperature, max_tokens…;
+    `timeout_s` replaces the model layer's per-call default (for calls that write long answers)."""
+    engine = AsyncModelEngine(model, sample=sample, usage=usage, timeout_s=timeout_s)
     return dspy.LM(
         f"atoll/{model.name}",
         engine=ModelEngine(engine),

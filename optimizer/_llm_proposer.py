@@ -64,6 +64,9 @@ class LLMProposer:
         max_chars_per_failure: each shown episode is clipped to about this many characters.
         max_files: edits past this many valid ones are dropped.
         temperature: sampling temperature; successive iterations are distinct samples.
+        timeout_s: per model call. An answer rewrites whole files: on a small local model that is
+            minutes of writing (the 1.5B model writes about 8 tokens a second on two cores), which the
+            model layer's 120 s default would cut; the run's budget is what bounds it.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class LLMProposer:
         max_chars_per_failure: int = 3000,
         max_files: int = 6,
         temperature: float = 1.0,
+        timeout_s: float = 1800.0,
     ) -> None:
         self.model = model
         self.name = name
@@ -82,6 +86,7 @@ class LLMProposer:
         self.max_chars_per_failure = max_chars_per_failure
         self.max_files = max_files
         self.temperature = temperature
+        self.timeout_s = timeout_s
         self.usage = ModelUsage()
         self._predict = dspy.Predict(RewriteHarness)
 
@@ -94,7 +99,13 @@ class LLMProposer:
             return None
         shown = context.rng.sample(context.failures, min(self.max_failures, len(context.failures)))
         boundary = f"DATA-{context.rng.getrandbits(64):016x}"
-        lm = dspy_lm(self.model, sample=context.iteration, usage=self.usage, temperature=self.temperature)
+        lm = dspy_lm(
+            self.model,
+            sample=context.iteration,
+            usage=self.usage,
+            timeout_s=self.timeout_s,
+            temperature=self.temperature,
+        )
         try:
             with dspy.context(lm=lm, adapter=dspy.ChatAdapter(), disable_history=True):
                 out = await self._predict.acall(

@@ -393,12 +393,15 @@ def generate(
             )
         options: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
         _prime(loaded, segments[:-1])  # create_completion evaluates the last segment, after these
-        # Counted from here: reading a long head for the first time is work asked for, not a hung model.
-        deadline = time.monotonic() + timeout_s
+        # Counted from the first token written: reading the prompt, however long, is work asked for,
+        # not a hung model (llama.cpp asks this after each token it samples, the first after the prompt).
+        deadline: float | None = None
         timed_out = False
 
         def past_deadline(_ids: Any, _logits: Any) -> bool:
-            nonlocal timed_out
+            nonlocal deadline, timed_out
+            if deadline is None:
+                deadline = time.monotonic() + timeout_s
             timed_out = time.monotonic() > deadline
             return timed_out
 

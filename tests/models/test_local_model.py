@@ -1,6 +1,7 @@
 """The embedded model, for real: slow-ish (load ~1 s), so kept to a few short calls."""
 
 import importlib.util
+import time
 
 import pytest
 
@@ -75,3 +76,30 @@ def test_an_agent_interrupted_by_another_answers_the_same_from_its_saved_state()
 
     assert again == first
     assert _local._loaded is not None and len(_local._loaded.snapshots) >= 1
+
+
+def test_reading_a_long_prompt_does_not_count_against_the_timeout_but_writing_does():
+    """A first call that must read thousands of tokens is work asked for, not a hung model; a model
+    still writing when the time is up is cut."""
+    from atoll.harnesses.models import _local
+
+    name = LOCAL_DEFAULT_MODEL.removeprefix("local/")
+    long = [{"role": "user", "content": "The shop opens at nine and closes at five. " * 150 + "Q: When?\nA:"}]
+
+    def generate(max_tokens: int, timeout_s: float) -> str:
+        return _local.generate(
+            name,
+            long,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            top_p=None,
+            stop=None,
+            seed=0,
+            timeout_s=timeout_s,
+        ).text
+
+    began = time.monotonic()
+    generate(1, 0.2)  # about 1,500 prompt tokens: reading them takes longer than 0.2 s here
+    assert time.monotonic() - began > 0.2
+    with pytest.raises(_local.LocalTimeout):
+        generate(400, 0.2)
