@@ -37,6 +37,7 @@ from atoll.worlds import cache_dir
 
 from . import _chat, _engine
 from ._catalog import _INSTALL_HINT, LocalModel, local_model
+from ._loops import in_a_loop
 from ._snapshots import SNAPSHOT_BYTES, Snapshot, Snapshots
 from ._types import ModelRequestError
 
@@ -396,14 +397,16 @@ def generate(
         # Counted from the first token written: reading the prompt, however long, is work asked for,
         # not a hung model (llama.cpp asks this after each token it samples, the first after the prompt).
         deadline: float | None = None
-        timed_out = False
+        timed_out = looped = False
 
-        def past_deadline(_ids: Any, _logits: Any) -> bool:
-            nonlocal deadline, timed_out
+        def should_stop(ids: Any, _logits: Any) -> bool:
+            """Past the deadline, or fallen into a loop (`_loops`): the rest would be more of the same."""
+            nonlocal deadline, timed_out, looped
             if deadline is None:
                 deadline = time.monotonic() + timeout_s
             timed_out = time.monotonic() > deadline
-            return timed_out
+            looped = in_a_loop(ids[prompt_tokens:])
+            return timed_out or looped
 
         out = llama.create_completion(
             tokens,
@@ -411,7 +414,7 @@ def generate(
             temperature=temperature,
             stop=stop or None,
             seed=seed,
-            stopping_criteria=StoppingCriteriaList([past_deadline]),
+            stopping_criteria=StoppingCriteriaList([should_stop]),
             logit_bias=loaded.bias or None,
             **options,
         )
@@ -420,7 +423,7 @@ def generate(
     choice = out["choices"][0]
     return LocalCompletion(
         text=opening + choice["text"],
-        finish_reason=choice["finish_reason"] or "stop",
+        finish_reason="length" if looped else choice["finish_reason"] or "stop",  # cut, like max_tokens
         prompt_tokens=out["usage"]["prompt_tokens"],
         completion_tokens=out["usage"]["completion_tokens"],
     )

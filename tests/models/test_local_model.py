@@ -103,3 +103,14 @@ def test_reading_a_long_prompt_does_not_count_against_the_timeout_but_writing_do
     assert time.monotonic() - began > 0.2
     with pytest.raises(_local.LocalTimeout):
         generate(400, 0.2)
+
+
+def test_a_model_in_a_loop_is_stopped_after_the_third_copy():
+    from atoll.harnesses.models import _local
+
+    name = LOCAL_DEFAULT_MODEL.removeprefix("local/")
+    looping = [{"role": "user", "content": "I like cats. " * 12}]
+    out = _local.generate(
+        name, looping, max_tokens=200, temperature=0.0, top_p=None, stop=None, seed=0, timeout_s=120
+    )
+    assert out.finish_reason == "length" and out.completion_tokens < 60
