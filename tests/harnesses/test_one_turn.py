@@ -23,8 +23,8 @@ from atoll.harnesses.models import ModelRequest, ScriptedModel
 
 GUARDS = ("repeat_notice", "reply_nudge", "preconditions", "look_first")
 USERS = ["Who is C1?", "Please delete order 1.", "Thanks."]
-# What the model answers, in order: ("reply", text), ("call", tool, arguments), ("bad arguments",)
-# or ("broken",).
+# What the model answers, in order: ("reply", text), ("call", tool, arguments), ("bad arguments",),
+# ("broken",) or ("cut reply", text): a reply in a loop, cut before its message closed.
 SCRIPT: list[tuple[Any, ...]] = [
     ("reply", "C1 is Ada."),  # look_first holds it back
     ("call", "get_customer", {"customer_id": "C1"}),  # the client runs it; tools.yaml projects the result
@@ -42,7 +42,7 @@ SCRIPT: list[tuple[Any, ...]] = [
     ("call", "set_status", {"order_id": 2, "status": "shipped"}),  # a write
     ("call", "delete_order", {"order_id": 1}),
     ("reply", "Done."),
-    ("reply", "You are welcome."),  # reply_nudge's last turn comes before it
+    ("cut reply", "You are welcome. You are welcome. You are"),  # read as "You are welcome."
 ]
 
 
@@ -94,12 +94,15 @@ def answers(protocol: str) -> list[str | dict]:
     for kind, *rest in SCRIPT:
         if protocol == "text":
             action = {"tool": "reply", "args": {"message": rest[0]}} if kind == "reply" else None
+            if kind == "cut reply":
+                written.append(' {"tool": "reply", "args": {"message": "' + rest[0])
+                continue
             if kind == "call":
                 action = {"tool": rest[0], "args": rest[1]}
             elif kind == "bad arguments":
                 action = {"tool": "get_customer", "args": {"customer_id": 7}}
             written.append(" I should look it up" if action is None else " " + json.dumps(action))
-        elif kind == "reply":
+        elif kind in ("reply", "cut reply"):
             written.append(rest[0])
         elif kind == "call":
             written.append({"tool_calls": [{"name": rest[0], "arguments": rest[1]}]})
@@ -172,6 +175,8 @@ def test_one_conversation_sends_the_same_requests_and_makes_the_same_calls_in_ev
     assert [sent(r) for r in serving.requests] == [sent(r) for r in evaluated.requests]
     assert ran == [(call.tool, call.arguments, call.ok) for call in episode.calls]
     assert replies == episode.replies
+    if protocol == "text" and len(serving.requests) == len(SCRIPT):  # the cut reply was reached
+        assert replies[-1] == "You are welcome."
 
 
 def test_an_answer_with_calls_atoll_answers_and_calls_the_client_runs_reads_back_in_call_order() -> None:
