@@ -29,7 +29,7 @@ from atoll.commands._shared import (
 )
 
 if TYPE_CHECKING:
-    from atoll.service import Release
+    from atoll.service import Release, ReleaseChain
 
 PUBLISH = "publish"
 
@@ -138,7 +138,8 @@ def publish(
 
 @release_app.command("list")
 def list_(harness: HarnessArgument = None, as_json: JsonOption = False) -> None:
-    """List a harness's releases, oldest first; the last one is the head, the one served.
+    """List a harness's releases, oldest first; the last one is the head, the one served. A release whose
+    row or files are broken in the store is listed as such, named on stderr, and the exit status is 2.
 
     HARNESS is the harness folder, or the harness's name as released (where the folder is not at hand).
 
@@ -149,18 +150,60 @@ def list_(harness: HarnessArgument = None, as_json: JsonOption = False) -> None:
 
     name, _ = _released(harness_or_default(harness))
     with RunStore() as store:
-        releases = ReleaseChain(store).list(name)
+        chain = _checked_chain(ReleaseChain(store), name)
+    problems = [problem for _, _, problem in chain if problem]
     if as_json:
-        print_json([release.model_dump() for release in releases])
-        return
-    if not releases:
+        print_json(
+            [
+                {**release.model_dump(), "problem": problem}
+                if release
+                else {"harness": name, "number": number, "problem": problem}
+                for number, release, problem in chain
+            ]
+        )
+    elif not chain:
         err.print(f"{name} has no releases yet; publish one with `optimize release HARNESS`", highlight=False)
         return
+    else:
+        out.print(_chain_table(name, chain))
+    if problems:
+        served = next((number for number, _, problem in reversed(chain) if not problem), None)
+        serving = f"release {served} is served in its place" if served else "no release can be served"
+        fail("; ".join([*problems, serving]))
+
+
+def _checked_chain(chain: ReleaseChain, name: str) -> list[tuple[int, Release | None, str | None]]:
+    """Each release of `name`, oldest first, with why it cannot be served (its row or files broken in the
+    store), read row by row so a broken one cannot hide the others."""
+    from atoll.service import ReleaseError
+
+    checked: list[tuple[int, Release | None, str | None]] = []
+    for number in reversed(chain.numbers(name)):
+        try:
+            release = chain.get(name, number)
+        except ReleaseError as error:
+            checked.append((number, None, str(error)))
+            continue
+        try:
+            chain.files(release)
+        except ReleaseError as error:
+            checked.append((number, release, str(error)))
+            continue
+        checked.append((number, release, None))
+    return checked
+
+
+def _chain_table(name: str, chain: list[tuple[int, Release | None, str | None]]) -> Table:
     table = Table("#", "kind", "parent", "commit", "content", "created", "gate", "note", title=name)
-    for release in releases:
-        head = release is releases[-1]
+    for number, release, problem in chain:
+        head = number == chain[-1][0]
+        label = f"{number}{' (head)' if head else ''}{' BROKEN' if problem else ''}"
+        style = "red" if problem else "bold" if head else None
+        if release is None:
+            table.add_row(label, "-", "-", "-", "-", "-", "-", "broken row", style=style)
+            continue
         table.add_row(
-            f"{release.number}{' (head)' if head else ''}",
+            label,
             release.kind,
             str(release.parent or "-"),
             (release.commit or "-")[:10],
@@ -168,9 +211,9 @@ def list_(harness: HarnessArgument = None, as_json: JsonOption = False) -> None:
             release.created_at,
             escape(_short_verdict(release)),
             escape(release.note),
-            style="bold" if head else None,
+            style=style,
         )
-    out.print(table)
+    return table
 
 
 @release_app.command("show")
@@ -249,7 +292,7 @@ def _short_verdict(release: Release) -> str:
     evidence = release.evidence
     if evidence.get("gate") is None:
         return "no gate"
-    against = evidence.get("against", {}).get("release")
+    against = evidence["against"].get("release") if isinstance(evidence.get("against"), dict) else None
     delta = evidence.get("mean_delta")
     figures = f" ({delta:+.2f})" if isinstance(delta, float) else ""
     return f"{evidence['gate']} vs {against}{figures}" if against else str(evidence["gate"])

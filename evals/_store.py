@@ -41,6 +41,8 @@ from atoll.worlds.base import live_status, now_text, process_owner
 from .graders._verdict import Grade
 from .metrics import EpisodeOutcome, Metrics
 
+_SNAPSHOT_FILES = TypeAdapter(dict[str, str])
+
 RUNS_DB_ENV = "ATOLL_RUNS_DB"
 DEFAULT_RUNS_DB = Path("runs") / "atoll.sqlite"
 STORE_VERSION = 1
@@ -430,10 +432,18 @@ class RunStore:
             )
 
     def harness_files(self, content_hash: str) -> dict[str, str]:
+        """The files of a snapshot; StoreError naming it when it is missing or its stored text is not an
+        object of file texts (edited in the store: invalid JSON, a list, nesting past any harness's)."""
         rows = self.read("SELECT files FROM harness_snapshots WHERE hash = ?", [content_hash])
         if not rows:
             raise StoreError(f"{self.path}: no harness snapshot {content_hash[:12]}")
-        return json.loads(rows[0]["files"])
+        try:
+            return _SNAPSHOT_FILES.validate_json(rows[0]["files"] or b"")
+        except ValueError as error:  # pydantic's parser bounds the depth: a deep snapshot is a ValueError
+            problem = str(error).splitlines()[0]
+            raise StoreError(
+                f"{self.path}: harness snapshot {content_hash[:12]} is broken ({problem})"
+            ) from None
 
     # -- episodes -------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from atoll.evals import MAX_SEED, RunRecord, RunStore, StoreError
 from atoll.optimizer import ReportError, list_optimizations, load_run_report, proposal_patches
 
 from ._records import RecordStore, ReleaseTraffic
-from ._releases import MAX_NUMBER, Release, ReleaseChain, ReleaseError, StaleRelease
+from ._releases import MAX_NUMBER, ReleaseChain, ReleaseError, StaleRelease
 from ._wire import error_body
 
 CONSOLE = Path(__file__).parent / "console"
@@ -211,7 +211,7 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
         """Every harness with a release chain, with its head (what is served) and its length."""
         return {
             "data": [
-                {"harness": harness, "releases": count, "head": _dump(releases.head(harness))}
+                {"harness": harness, "releases": count, **_head(releases, harness)}
                 for harness, count in releases.lengths().items()
             ]
         }
@@ -264,8 +264,14 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
     return router
 
 
-def _dump(release: Release | None) -> dict[str, Any] | None:
-    return release.model_dump(mode="json") if release else None
+def _head(releases: ReleaseChain, harness: str) -> dict[str, Any]:
+    """A chain's head for the listing; a head broken in the store is named (`problem`), never a 500 that
+    would hide every other harness's chain."""
+    try:
+        head = releases.head(harness)
+    except ReleaseError as error:
+        return {"head": None, "problem": str(error)}
+    return {"head": head.model_dump(mode="json") if head else None}
 
 
 def _file_changes(before: dict[str, str], after: dict[str, str]) -> list[dict[str, str]]:

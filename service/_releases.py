@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field
+from pydantic_core import from_json
 
 from atoll.evals import RunStore, StoreError
 from atoll.harnesses import content_hash
@@ -116,10 +117,9 @@ class ReleaseChain:
         where = f"release {release.number} of {release.harness}"
         try:
             files = self.store.harness_files(release.content_hash)
-        except StoreError:
+        except StoreError as error:
             raise ReleaseError(
-                f"{where}: its files (snapshot {release.content_hash[:12]}) are not in {self.store.path}; "
-                "roll back to a release whose files are"
+                f"{where}: its files cannot be read ({error}); roll back to a release whose files can"
             ) from None
         if content_hash(files) != release.content_hash:
             raise ReleaseError(
@@ -234,9 +234,9 @@ class ReleaseChain:
 
 def _release(row: dict[str, Any]) -> Release:
     """A release row read back; ReleaseError naming the row when it was written broken (or edited since)."""
-    try:
+    try:  # pydantic's JSON parser bounds the depth: evidence nested past it is a ValueError, not a crash
         return Release.model_validate(
-            {**row, "evidence": json.loads(row["evidence"]), "note": row["note"] or ""}
+            {**row, "evidence": from_json(row["evidence"] or b""), "note": row["note"] or ""}
         )
     except (ValueError, TypeError) as error:  # bad JSON, or a field pydantic refuses (both ValueErrors)
         problem = str(error).splitlines()[0]

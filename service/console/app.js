@@ -394,8 +394,11 @@ function diffBlock(text) {
 async function releasesPage() {
   const [body, held] = await Promise.all([api("/api/releases"), heldJobs(null)]);
   const rows = body.data.map((chain) => el("tr", { "data-harness": chain.harness },
-    el("td", {}, link(hashOf("releases", chain.harness), chain.harness)), num(chain.releases), num(chain.head.number),
-    el("td", {}, chain.head.kind), el("td", {}, chain.head.created_at), el("td", {}, gateLabel(chain.head.evidence))));
+    el("td", {}, link(hashOf("releases", chain.harness), chain.harness)), num(chain.releases),
+    ...(chain.head
+      ? [num(chain.head.number), el("td", {}, chain.head.kind), el("td", {}, chain.head.created_at),
+        el("td", {}, gateLabel(chain.head.evidence))]
+      : [el("td", { colspan: "4" }, chain.problem || "no head")])));
   return [
     el("h2", {}, "Releases"),
     el("p", { class: "muted" }, "Each harness serves the head of its release chain. `optimize release HARNESS` publishes a gated release."),

@@ -532,30 +532,64 @@ def test_numbers_past_sqlites_are_answered_not_500s(service, store_path: Path) -
 # -- releases that cannot be served -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "breakage",
-    [
+DEEP = "[" * 100_000 + "]" * 100_000
+BREAKAGES = {
+    "tampered files": (
         "UPDATE harness_snapshots SET files = replace(files, 'VERSION 2', 'TAMPERED') WHERE hash = ?",
-        "DELETE FROM harness_snapshots WHERE hash = ?",
-        "UPDATE releases SET evidence = '{not json' WHERE content_hash = ?",
-    ],
-    ids=["tampered files", "missing snapshot", "broken evidence"],
-)
+        [],
+    ),
+    "missing snapshot": ("DELETE FROM harness_snapshots WHERE hash = ?", []),
+    "snapshot not JSON": ("UPDATE harness_snapshots SET files = '{not json' WHERE hash = ?", []),
+    "snapshot a list": ("UPDATE harness_snapshots SET files = '[1, 2]' WHERE hash = ?", []),
+    "snapshot nested deep": ("UPDATE harness_snapshots SET files = ? WHERE hash = ?", [DEEP]),
+    "broken evidence": ("UPDATE releases SET evidence = '{not json' WHERE content_hash = ?", []),
+    "null evidence": ("UPDATE releases SET evidence = NULL WHERE content_hash = ?", []),
+    "evidence nested deep": ("UPDATE releases SET evidence = ? WHERE content_hash = ?", [DEEP]),
+}
+
+
+def _break_release_2(store_path: Path, breakage: str) -> None:
+    sql, values = BREAKAGES[breakage]
+    with sqlite3.connect(store_path) as db:
+        (digest,) = db.execute("SELECT content_hash FROM releases WHERE number = 2").fetchone()
+        db.execute(sql, [*values, digest])
+
+
+@pytest.mark.parametrize("breakage", list(BREAKAGES))
 def test_a_broken_head_is_refused_and_the_last_good_release_served(
     service, store_path: Path, breakage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     url, _ = service
     publish(store_path, "You are the front desk. VERSION 1\n")
     publish(store_path, "You are the front desk. VERSION 2\n")
-    with sqlite3.connect(store_path) as db:
-        (digest,) = db.execute("SELECT content_hash FROM releases WHERE number = 2").fetchone()
-        db.execute(breakage, [digest])
+    _break_release_2(store_path, breakage)
     replies = [ask(url) for _ in range(2)]
     assert [reply.status_code for reply in replies] == [200, 200]
     assert [reply.headers["x-atoll-release"] for reply in replies] == ["1", "1"]
     assert "VERSION 1" in replies[0].json()["choices"][0]["message"]["content"]
     assert httpx.get(f"{url}/v1/models").status_code == 200
     assert caplog.text.count("desk: release 2 is not served") == 1, "said once, loudly"
+    listing = httpx.get(f"{url}/api/releases")
+    assert listing.status_code == 200, listing.text
+    (chain,) = listing.json()["data"]
+    assert chain["head"] is None or chain["head"]["number"] == 2
+
+
+@pytest.mark.parametrize("breakage", list(BREAKAGES))
+def test_release_list_and_show_name_a_broken_head_in_one_line(
+    store_path: Path, breakage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(store_path, "You are the front desk. VERSION 1\n")
+    publish(store_path, "You are the front desk. VERSION 2\n")
+    _break_release_2(store_path, breakage)
+    monkeypatch.setenv("ATOLL_RUNS_DB", str(store_path))
+    listed = CliRunner().invoke(cli_app, ["release", "list", "desk"])
+    assert listed.exit_code == 2, listed.output
+    assert "release 2 of desk" in listed.stderr and "release 1 is served in its place" in listed.stderr
+    shown = CliRunner().invoke(cli_app, ["release", "show", "desk"])
+    assert shown.exit_code == 2 and "release 2 of desk" in shown.stderr, shown.output
+    for result in (listed, shown):
+        assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
 
 
 def test_release_list_names_a_broken_row_in_one_line(
