@@ -183,24 +183,38 @@ def load_record_policy(start: Path | None = None) -> RecordPolicy:
 # long run from each of its characters (`a` * 64,000 took 19 s with an unanchored local part). A leading
 # lookahead on the first character lets the engine skip the positions where no match can start.
 _LOCAL = r"[\w.!#$%&'*+/=?^`{|}~-]"
-# Broader than any address a person would call an email: `local@host`, `local@label.label`, `local@[10.0.0.1]`,
-# and the full-width `＠` and small `﹫` a pasted address may carry.
-_EMAIL = re.compile(rf"(?<!{_LOCAL}){_LOCAL}+[@\uff20\ufe6b](?:\[[0-9A-Fa-f.:]+\]|[\w-]+(?:\.[\w-]+)*)")
-# 13-19 digits, optionally grouped by spaces, dots, slashes or dashes, wherever they stand (`card_4111…`);
-# replaced only when the Luhn check passes. Not a part of a longer run of digits, nor of a dashed id.
-_CARD = re.compile(r"(?=\d)(?<![\d-])\d(?:[ ./-]?\d){12,18}(?!-?\d)")
-# 9-15 digits in one run, or digit groups joined by separators, optionally with +country and (area); replaced
-# only with 9-15 digits, so a date (2026-03-02, 8 digits), a time (09:00), an amount (59.99) or an id
-# (ORD-1012) stays.
+# An at sign: ASCII, the full-width `＠` and small `﹫` a pasted address may carry, or `%40` (URL-encoded).
+_AT_SIGN = r"(?:[@\uff20\ufe6b]|%40)"
+# Broader than any address a person would call an email: `local@host`, `local@label.label`, an address literal
+# (`local@[10.0.0.1]`, `local@[IPv6:2001:db8::1]`) and a quoted local part (`"jane doe"@host`).
+_EMAIL = re.compile(
+    rf'(?:"[^"\\\r\n]{{1,64}}"|(?<!{_LOCAL}){_LOCAL}+){_AT_SIGN}(?:\[[\w.:-]{{1,64}}\]|[\w-]+(?:\.[\w-]+)*)'
+)
+# What may stand between a card's digit groups: up to three spaces of any kind but a line break (tab, NBSP,
+# thin), dots, slashes, hyphens or dashes (en, em, minus).
+_GAP = r"(?:[^\S\r\n]|[./\-\u2010-\u2015\u2212])"
+# 13-19 digits so grouped, wherever they stand (`card_4111…`, `card-4111…`, `-4111…` as a negative JSON number
+# is written); replaced when the Luhn check passes on the whole or on a run of its groups. Not a part of a
+# longer run of digits, nor of a dashed id that goes on (`eval-20260302-091500-a3f9`). A chain of digits is
+# tried only from its start (the lookbehinds refuse a start one to three gap characters after a digit), so a
+# mebibyte of `1-1-1…` is one failed try, not one per digit.
+_CARD = re.compile(
+    rf"(?=\d)(?<!\d)(?<!\d{_GAP})(?<!\d{_GAP}{_GAP})(?<!\d{_GAP}{_GAP}{_GAP})"
+    rf"\d(?:{_GAP}{{0,3}}\d){{12,18}}(?!\d|[./\-\u2010-\u2015\u2212]\w)"
+)
+# 9-15 digits in one run, or digit groups joined by separators, optionally with +country and (area), after
+# anything but a digit, a dot or a plus (`tel-555…`, `phone_555…`, `x555…`, `-555…` as a negative number is
+# written); replaced only with 9-15 digits, so a date (2026-03-02, 8 digits), a time (09:00), an amount
+# (59.99) or an id (ORD-1012) stays.
 _PHONE = re.compile(
-    r"(?=[+(\d])(?<![\w.+-])(?:\+\d{7,15}|\d{9,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4})"
+    r"(?=[+(\d])(?<![\d.+])(?:\+\d{7,15}|\d{9,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4})"
     r"(?![\w:-]|\.\d)"
 )
-_AT = re.compile("[@\uff20\ufe6b]")  # no email without one: most text is passed over in one scan
+_AT = re.compile(_AT_SIGN)  # no email without one: most text is passed over in one scan
 # Every redactor's match holds a digit or an at sign: a string with neither (most keys, roles, much prose) is
 # passed over in one scan, not three.
 _SENSITIVE = re.compile(r"[\d@\uff20\ufe6b]")
-_CARD_SEPARATORS = str.maketrans("", "", " ./-")
+_DIGIT_GROUPS = re.compile(r"\d+")
 _DOUBLED = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9]  # a digit doubled, its digits summed (Luhn)
 
 
@@ -210,7 +224,18 @@ def _luhn(digits: str) -> bool:
 
 
 def _card(match: re.Match[str]) -> str:
-    return "[card]" if _luhn(match.group().translate(_CARD_SEPARATORS)) else match.group()
+    """`[card]` when the digits, or a run of their groups holding 13-19 digits, pass the Luhn check: a card
+    followed by another number (`4111 1111 1111 1111 5`) is still a card."""
+    groups = _DIGIT_GROUPS.findall(match.group())
+    for first in range(len(groups)):
+        digits = ""
+        for group in groups[first:]:
+            digits += group
+            if len(digits) > 19:
+                break
+            if len(digits) >= 13 and _luhn(digits):
+                return "[card]"
+    return match.group()
 
 
 def _phone(match: re.Match[str]) -> str:

@@ -159,6 +159,18 @@ LEAKS = {
     "ada＠example.com": "a full-width at sign",
     "ops@example.com": "the feedback source",
     "bob@example.com": "a feedback comment",
+    # Issue 35's leaks: what the redactors themselves write (a negative number's sign), a word glued by a dash,
+    # an underscore or a letter, cards split by two spaces, NBSP, a tab or an en dash, and three addresses.
+    "6011000990139424": "a negative card number, and a card after `card-`",
+    "14155550142": "a negative phone number",
+    "5551230147": "a phone after `tel-`, `phone_` and `x`",
+    "4242  4242  4242  4242": "a card split by double spaces",
+    "5555\u00a05555\u00a05555\u00a04444": "a card split by NBSP",
+    "5105\t1051\t0510\t5100": "a card split by tabs",
+    "3782\u2013822463\u201310005": "a card split by en dashes",
+    "2001:db8::1": "an IPv6 address literal",
+    "heidi%40example.com": "a URL-encoded at sign",
+    "quoted leak": "a quoted local part",
 }
 
 
@@ -174,7 +186,16 @@ def test_nothing_redaction_hides_reaches_the_database_or_its_wal(
         "cards 4111.1111.1111.1111 and 4111/1111/1111/1111, ref card_4111111111111111, call 14155550199, "
         "mail root@localhost or carol@[192.168.1.1] or ada＠example.com"
     )
-    request = chat(user(said), metadata={"ada@example.com": {"cc": 5500005555555559, "phone": 14155550199}})
+    said += (
+        ", card-6011000990139424, tel-5551230147, phone_5551230147, x5551230147, 4242  4242  4242  4242,"
+        " 5555\u00a05555\u00a05555\u00a04444, 5105\t1051\t0510\t5100, 3782\u2013822463\u201310005,"
+        ' frank@[IPv6:2001:db8::1], heidi%40example.com, "quoted leak"@example.com'
+    )
+    negative = {"card": -6011000990139424, "phone": -14155550142}
+    request = chat(
+        user(said),
+        metadata={"ada@example.com": {"cc": 5500005555555559, "phone": 14155550199}, "neg": negative},
+    )
     record = records.add(new(request, {**answer(said), "created": 1767225600}))
     records.add_feedback(
         FeedbackIn(
@@ -185,7 +206,10 @@ def test_nothing_redaction_hides_reaches_the_database_or_its_wal(
     leaked = {secret: why for secret, why in LEAKS.items() if secret.encode() in raw}
     assert not leaked, f"found in the stored bytes: {leaked}"
     stored = records.get(record.id)
-    assert stored.request["metadata"] == {"[email]": {"cc": "[card]", "phone": "[phone]"}}
+    assert stored.request["metadata"] == {
+        "[email]": {"cc": "[card]", "phone": "[phone]"},
+        "neg": {"card": "-[card]", "phone": "-[phone]"},
+    }
     assert stored.feedback[0].source == "[email]"
     assert stored.response["created"] == 1767225600, "Atoll's own envelope (ten digits) is no phone number"
 
@@ -213,8 +237,8 @@ def luhn_card(body: str) -> str:
 
 @given(
     body=st.text("0123456789", min_size=12, max_size=18).filter(lambda digits: digits[0] != "0"),
-    separator=st.sampled_from(["", " ", "-", ".", "/"]),
-    before=st.sampled_from(["", "card ", "card_", "cc:", "(", "#"]),
+    separator=st.sampled_from(["", " ", "-", ".", "/", "  ", "\u00a0", "\t", "\u2013", " - "]),
+    before=st.sampled_from(["", "card ", "card_", "cc:", "(", "#", "card-", "-", "x"]),
     as_number=st.booleans(),
 )
 def test_a_card_never_survives_whatever_its_grouping(
@@ -227,9 +251,17 @@ def test_a_card_never_survives_whatever_its_grouping(
     assert digits not in redacted.replace(separator, "") if separator else digits not in redacted, redacted
 
 
-@given(digits=st.text("0123456789", min_size=10, max_size=15), as_number=st.booleans())
-def test_a_phone_number_without_separators_never_survives(digits: str, as_number: bool) -> None:
-    value: Any = int("1" + digits[1:]) if as_number else f"call {digits} now"
+@given(
+    digits=st.text("0123456789", min_size=10, max_size=15),
+    as_number=st.booleans(),
+    before=st.sampled_from(["call ", "tel-", "phone_", "x", "-"]),
+    negative=st.booleans(),
+)
+def test_a_phone_number_without_separators_never_survives(
+    digits: str, as_number: bool, before: str, negative: bool
+) -> None:
+    number = int("1" + digits[1:])
+    value: Any = (-number if negative else number) if as_number else f"{before}{digits} now"
     redacted = json.dumps(records_module._redact_value([value], ["phone", "card"]))
     assert not re.search(r"\d{10}", redacted), redacted
 
