@@ -30,6 +30,7 @@ from ._recipe_loop import (
 from ._records import (
     Feedback,
     FeedbackIn,
+    FeedbackLimit,
     NewRecord,
     Record,
     RecordError,
@@ -50,6 +51,7 @@ __all__ = [
     "DraftSkip",
     "Feedback",
     "FeedbackIn",
+    "FeedbackLimit",
     "HarnessEndpoint",
     "Job",
     "JobConflict",

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._records import FeedbackIn, RecordStore, UnknownRecord
+from ._records import FeedbackIn, FeedbackLimit, RecordStore, UnknownRecord
 from ._wire import error_body
 
 MAX_LIST = 1000
@@ -66,6 +66,8 @@ def records_router(records: RecordStore) -> APIRouter:
             merged = await asyncio.to_thread(records.add_feedback, feedback)
         except UnknownRecord as error:
             return _unknown(error)
+        except FeedbackLimit as error:
+            return JSONResponse(error_body(str(error), "too_many_sources", 409), status_code=409)
         texts = {"comment", "correction"}
         return {"object": "list", "data": [row.model_dump(mode="json", exclude=texts) for row in merged]}
 

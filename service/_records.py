@@ -67,6 +67,9 @@ MAX_PREFIXES = 64  # the longest conversation prefixes a new request is matched 
 SUMMARY_CHARS = 200  # a summary's opening user message and reply are cut to this many characters
 MAX_FEEDBACK_RECORDS = 100  # the records one feedback post may name
 MAX_FEEDBACK_CHARS = 4000  # the longest comment or correction
+# A post's text is stored once per record it names: bounded in all, so a post of a few KB cannot write MBs.
+MAX_FEEDBACK_POST_CHARS = 40_000  # records named x (comment + correction): 10 x 4,000, or 100 x 400
+MAX_FEEDBACK_SOURCES = 8  # the sources one record keeps feedback from (a row each)
 INSERT_ROWS = 50  # records in one INSERT statement (50 x 19 values: under SQLite's oldest limit, 999)
 
 MAX_RETENTION_DAYS = 36_500  # a hundred years: the cutoff `now - retention` is always a date
@@ -77,6 +80,10 @@ REDACTORS: tuple[Redactor, ...] = ("email", "phone", "card")
 
 class RecordError(AtollError):
     """A record or its feedback cannot be written or read as asked (a failing redaction hook, a bad policy)."""
+
+
+class FeedbackLimit(RecordError):
+    """A feedback post that would give a record more sources than it keeps."""
 
 
 class UnknownRecord(RecordError):
@@ -541,6 +548,13 @@ class FeedbackIn(BaseModel):
     def _says_something(self) -> FeedbackIn:
         if self.score is None and self.passed is None and self.comment is None and self.correction is None:
             raise ValueError("give at least one of score, passed, comment, correction")
+        text = len(self.comment or "") + len(self.correction or "")
+        named = len(set(self.record_ids))
+        if named * text > MAX_FEEDBACK_POST_CHARS:
+            raise ValueError(
+                f"comment and correction ({text} characters) are stored once per record named ({named}): "
+                f"at most {MAX_FEEDBACK_POST_CHARS} characters in all; name fewer records or write less"
+            )
         if self.passed is None and self.score is not None:
             self.passed = self.score >= 1.0
         elif self.score is None and self.passed is not None:
@@ -868,6 +882,7 @@ class RecordStore:
                     f"source = ? AND record_id IN ({marks})", [source, *record_ids]
                 )
             }
+            _check_sources(db.conn, [record_id for record_id in record_ids if record_id not in stored])
             merged = []
             for record_id in record_ids:
                 before = stored.get(record_id)
@@ -1133,3 +1148,24 @@ def _record(row: dict[str, Any], feedback: list[Feedback]) -> Record:
     values["request"] = json.loads(row["request"])
     values["response"] = None if row["response"] is None else json.loads(row["response"])
     return Record.model_validate({**values, "feedback": feedback})
+
+
+def _check_sources(db: sqlite3.Connection, record_ids: list[str]) -> None:
+    """FeedbackLimit, writing nothing, when a record would get a new source past MAX_FEEDBACK_SOURCES: each
+    source is a row per record, so sources without bound were writes without bound."""
+    if not record_ids:
+        return
+    marks = ", ".join("?" * len(record_ids))
+    full = [
+        record_id
+        for record_id, count in db.execute(
+            f"SELECT record_id, COUNT(*) FROM {FEEDBACK_TABLE} WHERE record_id IN ({marks}) GROUP BY record_id",
+            record_ids,
+        )
+        if count >= MAX_FEEDBACK_SOURCES
+    ]
+    if full:
+        raise FeedbackLimit(
+            f"record {', '.join(full[:3])}{' …' if len(full) > 3 else ''} already has feedback from "
+            f"{MAX_FEEDBACK_SOURCES} sources, the most kept; post it under one of their sources"
+        )

@@ -43,7 +43,7 @@ from atoll.service import (
     records_router,
     redact_text,
 )
-from atoll.service._records import SUMMARY_CHARS, RecordSummary
+from atoll.service._records import MAX_FEEDBACK_SOURCES, SUMMARY_CHARS, RecordSummary
 from atoll.worlds import ProjectError
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w-]+")
@@ -631,13 +631,37 @@ def test_feedback_text_is_bounded_and_never_echoed(records: RecordStore, client:
     ids = [records.add(new(chat(user(f"hi {n}")), answer("Hello."))).id for n in range(100)]
     too_long = client.post("/feedback", json={"record_ids": ids, "comment": "x" * 4001})
     assert too_long.status_code == 400 and "comment" in too_long.json()["error"]["message"]
-    posted = client.post(
+    amplified = client.post(
         "/feedback", json={"record_ids": ids, "comment": "y" * 4000, "correction": "z" * 4000}
     )
+    assert amplified.status_code == 400 and "stored once per record" in amplified.json()["error"]["message"]
+    posted = client.post("/feedback", json={"record_ids": ids, "comment": "y" * 200, "correction": "z" * 200})
     assert posted.status_code == 200
     assert len(posted.content) < 30_000, "the reply holds the rows, not 100 copies of the texts"
     assert "yyyy" not in posted.text and "zzzz" not in posted.text
-    assert records.get(ids[0]).feedback[0].comment == "y" * 4000
+    assert records.get(ids[0]).feedback[0].comment == "y" * 200
+
+
+def test_feedback_cannot_amplify_writes_by_inventing_sources(
+    records: RecordStore, store: RunStore, client: TestClient
+) -> None:
+    ids = [records.add(new(chat(user(f"hi {n}")), answer("Hello."))).id for n in range(100)]
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before, posted, answered = len(stored_bytes(store)), 0, []
+    for n in range(20):  # issue 35: 20 posts of 209 KB in all grew the database by 16.5 MB
+        body = {"record_ids": ids[:10], "comment": f"{n:02d}" + "c" * 3998, "source": f"source-{n}"}
+        reply = client.post("/feedback", json=body)
+        posted += len(json.dumps(body))
+        answered.append(reply.status_code)
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    grown = len(stored_bytes(store)) - before
+    assert answered == [200] * MAX_FEEDBACK_SOURCES + [409] * (20 - MAX_FEEDBACK_SOURCES)
+    assert reply.json()["error"]["code"] == "too_many_sources"
+    assert grown < 16 * posted, f"{posted} bytes posted grew the store by {grown}"
+    same_source = client.post(
+        "/feedback", json={"record_ids": ids[:10], "passed": True, "source": "source-0"}
+    )
+    assert same_source.status_code == 200, "a known source may still post"
 
 
 @pytest.mark.parametrize(
