@@ -21,6 +21,10 @@ CREATE TABLE customers (
     description TEXT,
     balance INTEGER NOT NULL DEFAULT 0,
     default_payment_method TEXT,
+    address TEXT,  -- JSON: city, country, line1, line2, postal_code, state
+    shipping TEXT,  -- JSON: address, name, phone
+    preferred_locales TEXT NOT NULL DEFAULT '[]',  -- JSON list
+    tax_exempt TEXT NOT NULL DEFAULT 'none' CHECK (tax_exempt IN ('none', 'exempt', 'reverse')),
     metadata TEXT NOT NULL DEFAULT '{}',
     deleted INTEGER NOT NULL DEFAULT 0,
     created TEXT NOT NULL
@@ -58,6 +62,9 @@ CREATE TABLE payment_intents (
     status TEXT NOT NULL,
     capture_method TEXT NOT NULL DEFAULT 'automatic',
     description TEXT,
+    receipt_email TEXT,
+    setup_future_usage TEXT CHECK (setup_future_usage IN ('off_session', 'on_session')),
+    statement_descriptor_suffix TEXT,
     latest_charge TEXT,
     last_payment_error TEXT,
     canceled_at TEXT,
@@ -135,12 +142,15 @@ CREATE TABLE subscriptions (
     status TEXT NOT NULL,
     default_payment_method TEXT REFERENCES payment_methods (id),
     collection_method TEXT NOT NULL DEFAULT 'charge_automatically',
+    days_until_due INTEGER,
     cancel_at_period_end INTEGER NOT NULL DEFAULT 0,
     canceled_at TEXT,
     ended_at TEXT,
     latest_invoice TEXT,
     billing_cycle_anchor TEXT NOT NULL,
     start_date TEXT NOT NULL,
+    trial_start TEXT,
+    trial_end TEXT,
     metadata TEXT NOT NULL DEFAULT '{}',
     created TEXT NOT NULL
 );
@@ -175,6 +185,7 @@ CREATE TABLE invoices (
     amount_remaining INTEGER NOT NULL DEFAULT 0,
     attempt_count INTEGER NOT NULL DEFAULT 0,
     payment_intent TEXT REFERENCES payment_intents (id),
+    default_payment_method TEXT REFERENCES payment_methods (id),
     days_until_due INTEGER,
     due_date TEXT,
     period_start TEXT NOT NULL,

@@ -7,19 +7,70 @@ type registers how to load it by id here, which is what `expand[]` and `fetch_st
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import string
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from atoll.worlds import TIMESTAMP_FORMAT, ToolContext, ToolError
 
 Limit = Annotated[int, Field(ge=1, le=100)]
 Metadata = dict[str, str]
 Expand = list[str]
+
+
+class Range(BaseModel):
+    """`created[gte]=…` and its kin: bounds in Unix seconds, each optional."""
+
+    model_config = ConfigDict(extra="forbid")
+    gt: int | None = None
+    gte: int | None = None
+    lt: int | None = None
+    lte: int | None = None
+
+
+# `created=1700000000` (that second) or `created[gte]=…&created[lt]=…`.
+Created = int | Range
+
+
+class Address(BaseModel):
+    """`address[…]`: a postal address, every line optional."""
+
+    model_config = ConfigDict(extra="forbid")
+    city: str | None = None
+    country: str | None = None
+    line1: str | None = None
+    line2: str | None = None
+    postal_code: str | None = None
+    state: str | None = None
+
+
+class Shipping(BaseModel):
+    """`shipping[…]`: where to ship, and to whom."""
+
+    model_config = ConfigDict(extra="forbid")
+    address: Address
+    name: str
+    phone: str | None = None
+
+
+def stored(value: BaseModel | str | None) -> str | None:
+    """A nested parameter as its JSON column; `""` (Stripe's way to unset a field) and None as NULL."""
+    return value.model_dump_json() if isinstance(value, BaseModel) else None
+
+
+def shipping_object(raw: str | None) -> dict[str, Any] | None:
+    """A stored `Shipping` as Stripe serializes it (carrier and tracking number are never set here)."""
+    if raw is None:
+        return None
+    return {"carrier": None, "tracking_number": None, **json.loads(raw)}
+
 
 _ALPHABET = string.ascii_letters + string.digits
 ID_LENGTH = {"cus": 14, "prod": 14, "si": 14}
@@ -29,6 +80,11 @@ _MAX_EXPAND_DEPTH = 4
 def new_id(ctx: ToolContext, prefix: str) -> str:
     """A Stripe-shaped id (`cus_Q3k…`) from the instance RNG, so reruns repeat it."""
     return f"{prefix}_{''.join(ctx.rng.choices(_ALPHABET, k=ID_LENGTH.get(prefix, 24)))}"
+
+
+def stamp(seconds: int) -> str:
+    """Unix seconds as a table's `YYYY-MM-DD HH:MM:SS` (UTC)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime(TIMESTAMP_FORMAT)
 
 
 def unix(timestamp: str | None) -> int | None:
@@ -195,7 +251,181 @@ def listed(
     return expanded(ctx, page, expand)
 
 
-def filters(**conditions: Any) -> tuple[str, tuple]:
-    """A WHERE clause from `column=value` pairs, leaving out those that are None."""
+def filters(created: Created | None = None, **conditions: Any) -> tuple[str, tuple]:
+    """A WHERE clause from `column=value` pairs, leaving out those that are None, and `created`'s bounds."""
     given = {column: value for column, value in conditions.items() if value is not None}
-    return (" AND ".join(f"{column} = ?" for column in given) or "1", tuple(given.values()))
+    clauses = [f"{column} = ?" for column in given]
+    args: list[Any] = list(given.values())
+    if isinstance(created, int):
+        clauses.append("created = ?")
+        args.append(stamp(created))
+    elif created is not None:
+        for bound, operator in (("gt", ">"), ("gte", ">="), ("lt", "<"), ("lte", "<=")):
+            seconds = getattr(created, bound)
+            if seconds is not None:
+                clauses.append(f"created {operator} ?")
+                args.append(stamp(seconds))
+    return (" AND ".join(clauses) or "1", tuple(args))
+
+
+# -- search ---------------------------------------------------------------------------------------------
+
+_QUOTED = r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'"""
+_CLAUSE = re.compile(
+    rf"""(?P<negated>-)?(?P<field>metadata\[\s*(?P<key>{_QUOTED})\s*\]|[a-z_]+)"""
+    rf"""\s*(?P<operator>:|~|>=|<=|>|<)\s*(?P<value>{_QUOTED}|[^\s"']+)"""
+)
+_JOIN = re.compile(r"\s+(AND|OR)\s+")
+MAX_CLAUSES = 10
+
+
+@dataclass(frozen=True)
+class SearchField:
+    """A field of a search query: its column and kind (`text`, `number`, `time` or `exact`)."""
+
+    column: str
+    kind: str
+
+
+def search_condition(query: str, fields: dict[str, SearchField], resource: str) -> tuple[str, tuple]:
+    """A WHERE clause from Stripe's search query language: clauses `field:"value"` (equal, any case),
+    `field~"text"` (contains, 3 characters at least, on text fields), `field>1700000000` (and `<`, `>=`,
+    `<=`, on numbers and times), `-` before a clause negates it, `metadata["key"]:"value"`, `null` for an
+    absent value; clauses joined all by AND or all by OR. Values are quoted with " or '."""
+    docs = f"See https://docs.stripe.com/search#query-fields-for-{resource.replace('_', '-')}"
+    text = query.strip()
+    if not text:
+        raise error(400, "The query is empty.", param="query", code="parameter_invalid_empty")
+    conditions: list[str] = []
+    args: list[Any] = []
+    joins: set[str] = set()
+    position = 0
+    while True:
+        found = _CLAUSE.match(text, position)
+        if found is None:
+            raise error(
+                400,
+                f"Could not parse the query at `{text[position:][:40]}`: write clauses such as "
+                f'`field:"value"`, `field~"text"` or `field>number`, joined by AND or OR. {docs}.',
+                param="query",
+            )
+        condition, values = _condition(found, fields, resource, docs)
+        conditions.append(f"coalesce(({condition}), 0) = 0" if found["negated"] else condition)
+        args.extend(values)
+        position = found.end()
+        if position == len(text):
+            break
+        join = _JOIN.match(text, position)
+        if join is None:
+            raise error(
+                400,
+                f"Could not parse the query at `{text[position:][:40]}`: join clauses with AND or OR.",
+                param="query",
+            )
+        joins.add(join[1])
+        position = join.end()
+    if len(joins) > 1:
+        raise error(400, "A query cannot mix AND and OR; use one of them throughout.", param="query")
+    if len(conditions) > MAX_CLAUSES:
+        raise error(400, f"A query may have at most {MAX_CLAUSES} clauses.", param="query")
+    joined = f" {joins.pop() if joins else 'AND'} ".join(f"({c})" for c in conditions)
+    return joined, tuple(args)
+
+
+def _unquoted(raw: str) -> str:
+    return re.sub(r"\\(.)", r"\1", raw[1:-1])
+
+
+def _condition(
+    found: re.Match[str], fields: dict[str, SearchField], resource: str, docs: str
+) -> tuple[str, list[Any]]:
+    clause, operator, raw = found.group(0), found["operator"], found["value"]
+    quoted = raw[0] in "\"'"
+    value = _unquoted(raw) if quoted else raw
+    if found["key"] is not None:
+        target, kind, prefix = "json_extract(metadata, ?)", "exact", [f'$."{_unquoted(found["key"])}"']
+    elif found["field"] in fields:
+        spec = fields[found["field"]]
+        target, kind, prefix = spec.column, spec.kind, []
+    else:
+        raise error(
+            400,
+            f"Field `{found['field']}` is an unsupported search field for resource {resource}. {docs} for "
+            f"the fields: {', '.join(sorted(fields))}, metadata.",
+            param="query",
+        )
+    if not quoted and value == "null":
+        if operator != ":":
+            raise error(400, f"Only `:` compares with null (`{clause}`).", param="query")
+        return f"{target} IS NULL", prefix
+    if kind in ("number", "time"):
+        if operator == "~" or not re.fullmatch(r"-?\d+", value):
+            raise error(
+                400,
+                f"`{found['field']}` takes a whole number with `:`, `>`, `<`, `>=` or `<=` (`{clause}`).",
+                param="query",
+            )
+        number = int(value)
+        return f"{target} {'=' if operator == ':' else operator} ?", [
+            *prefix,
+            stamp(number) if kind == "time" else number,
+        ]
+    if operator == "~":
+        if kind != "text":
+            raise error(400, f"`{found['field']}` does not take `~`; use `:` (`{clause}`).", param="query")
+        if len(value) < 3:
+            raise error(
+                400, f"A substring match (`~`) needs 3 characters at least (`{clause}`).", param="query"
+            )
+        return f"instr(lower({target}), lower(?)) > 0", [*prefix, value]
+    if operator != ":":
+        raise error(400, f"`{found['field']}` compares only with `:` or `~` (`{clause}`).", param="query")
+    return f"{target} = ? COLLATE NOCASE", [*prefix, value]
+
+
+def searched(
+    ctx: ToolContext,
+    table: str,
+    url: str,
+    serialize: Callable[[ToolContext, dict[str, Any]], dict[str, Any]],
+    *,
+    where: str,
+    args: tuple,
+    limit: int = 10,
+    page: str | None = None,
+    expand: Expand | None = None,
+) -> dict[str, Any]:
+    """One page of search results, newest first, as Stripe's `search_result` object: `next_page` is the
+    token to pass as `page` for the next one; `expand[]=total_count` adds the count of all matches."""
+    expand = list(expand or [])
+    count = "total_count" in expand
+    if count:
+        expand.remove("total_count")
+    paged_where, paged_args = where, args
+    if page is not None:
+        try:
+            created, seq = json.loads(base64.urlsafe_b64decode(page.encode()).decode())
+        except (ValueError, TypeError):
+            raise error(400, f"Invalid page token: '{page}'.", param="page") from None
+        paged_where = f"({where}) AND (created, rowid) < (?, ?)"
+        paged_args = (*args, created, seq)
+    rows = ctx.rows(
+        f"SELECT *, rowid AS _seq FROM {table} WHERE {paged_where} ORDER BY created DESC, rowid DESC LIMIT ?",
+        (*paged_args, limit + 1),
+    )
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    next_page = None
+    if has_more:
+        mark = json.dumps([rows[-1]["created"], rows[-1]["_seq"]])
+        next_page = base64.urlsafe_b64encode(mark.encode()).decode()
+    result: dict[str, Any] = {
+        "object": "search_result",
+        "data": [serialize(ctx, {k: v for k, v in r.items() if k != "_seq"}) for r in rows],
+        "has_more": has_more,
+        "next_page": next_page,
+        "url": url,
+    }
+    if count:
+        result["total_count"] = ctx.one(f"SELECT count(*) AS n FROM {table} WHERE {where}", args)["n"]
+    return expanded(ctx, result, expand)

@@ -7,6 +7,7 @@ from atoll.worlds import TIMESTAMP_FORMAT, ToolContext
 
 from ..world import world
 from . import _common as c
+from . import _fields as f
 
 AVAILABLE_AFTER_DAYS = 2  # a card payment's funds become available this long after the charge
 
@@ -16,10 +17,15 @@ AVAILABLE_AFTER_DAYS = 2  # a card payment's funds become available this long af
 def get_stripe_account_info(ctx: ToolContext) -> dict:
     """The Stripe account this world is: the business's name, country, currency and support email."""
     row = ctx.one("SELECT * FROM account")
-    return {
+    modelled = {
         "id": row["id"],
         "object": "account",
-        "business_profile": {"name": row["business_name"], "support_email": row["email"], "url": None},
+        "business_profile": {
+            **f.BUSINESS_PROFILE,
+            "name": row["business_name"],
+            "support_email": row["email"],
+            "url": None,
+        },
         "business_type": "company",
         "charges_enabled": True,
         "country": row["country"],
@@ -28,9 +34,13 @@ def get_stripe_account_info(ctx: ToolContext) -> dict:
         "details_submitted": True,
         "email": row["email"],
         "payouts_enabled": True,
-        "settings": {"dashboard": {"display_name": row["business_name"], "timezone": "Etc/UTC"}},
+        "settings": {
+            **f.ACCOUNT_SETTINGS,
+            "dashboard": {"display_name": row["business_name"], "timezone": "Etc/UTC"},
+        },
         "type": "standard",
     }
+    return f.shaped(f.ACCOUNT, modelled)
 
 
 @world.tool(writes=False)
@@ -44,16 +54,25 @@ def retrieve_balance(ctx: ToolContext) -> dict:
         "FROM charges WHERE status = 'succeeded'",
         (cutoff, cutoff),
     )
-    return {
+    modelled = {
         "object": "balance",
         "available": [
-            {"amount": sums["available"], "currency": "usd", "source_types": {"card": sums["available"]}}
+            {
+                "amount": sums["available"],
+                "currency": "usd",
+                "source_types": {**f.SOURCE_TYPES, "card": sums["available"]},
+            }
         ],
         "livemode": False,
         "pending": [
-            {"amount": sums["pending"], "currency": "usd", "source_types": {"card": sums["pending"]}}
+            {
+                "amount": sums["pending"],
+                "currency": "usd",
+                "source_types": {**f.SOURCE_TYPES, "card": sums["pending"]},
+            }
         ],
     }
+    return f.shaped(f.BALANCE, modelled)
 
 
 @world.tool(writes=False)

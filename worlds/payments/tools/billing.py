@@ -6,6 +6,7 @@ credit balance pays what it can, a negative total becomes credit); paying charge
 intent, as Stripe does.
 """
 
+import json
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
@@ -15,6 +16,7 @@ from atoll.worlds import TIMESTAMP_FORMAT, ToolContext
 
 from ..world import world
 from . import _common as c
+from . import _fields as f
 from . import payment_methods as methods
 from . import payments
 
@@ -59,7 +61,7 @@ def serialize_item(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
             },
             "type": "subscription_details",
         }
-    return {
+    modelled = {
         "id": row["id"],
         "object": "invoiceitem",
         "amount": row["amount"],
@@ -71,16 +73,19 @@ def serialize_item(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "invoice": row["invoice"],
         "livemode": False,
         "metadata": c.metadata(row["metadata"]),
+        "net_amount": row["amount"],
         "parent": parent,
         "period": {"end": c.unix(row["period_end"]), "start": c.unix(row["period_start"])},
         "pricing": _pricing(ctx, row),
         "proration": bool(row["proration"]),
         "quantity": row["quantity"],
+        "quantity_decimal": str(row["quantity"]),
     }
+    return f.shaped(f.INVOICE_ITEM, modelled)
 
 
 def _line(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
-    return {
+    modelled = {
         "id": f"il_{row['id'][3:]}",
         "object": "line_item",
         "amount": row["amount"],
@@ -93,18 +98,28 @@ def _line(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
             "invoice_item_details": {
                 "invoice_item": row["id"],
                 "proration": bool(row["proration"]),
+                "proration_details": {"credited_items": None} if row["proration"] else None,
                 "subscription": row["subscription"],
             },
+            "subscription_item_details": None,
             "type": "invoice_item_details",
         },
         "period": {"end": c.unix(row["period_end"]), "start": c.unix(row["period_start"])},
         "pricing": _pricing(ctx, row),
         "quantity": row["quantity"],
+        "quantity_decimal": str(row["quantity"]),
+        "subscription": row["subscription"],
+        "subtotal": row["amount"],
     }
+    return f.shaped(f.LINE_ITEM, modelled)
 
 
 def serialize_invoice(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
-    customer = ctx.one("SELECT name, email FROM customers WHERE id = ?", (row["customer"],))
+    customer = ctx.one(
+        "SELECT name, email, phone, address, shipping, tax_exempt FROM customers WHERE id = ?",
+        (row["customer"],),
+    )
+    account = ctx.one("SELECT business_name, country FROM account")
     lines = ctx.rows("SELECT * FROM invoice_items WHERE invoice = ? ORDER BY created, rowid", (row["id"],))
     payments_list = []
     if row["payment_intent"]:
@@ -114,21 +129,38 @@ def serialize_invoice(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
                 "object": "invoice_payment",
                 "amount_paid": row["amount_paid"] if row["status"] == "paid" else 0,
                 "amount_requested": row["amount_due"],
+                "created": c.unix(row["finalized_at"] or row["created"]),
+                "currency": row["currency"],
                 "invoice": row["id"],
                 "is_default": True,
-                "payment": {"payment_intent": row["payment_intent"], "type": "payment_intent"},
+                "livemode": False,
+                "payment": {
+                    "charge": None,
+                    "payment_intent": row["payment_intent"],
+                    "payment_record": None,
+                    "type": "payment_intent",
+                },
                 "status": "paid" if row["status"] == "paid" else "open",
+                "status_transitions": {"canceled_at": None, "paid_at": c.unix(row["paid_at"])},
             }
         )
     parent = None
     if row["subscription"]:
         parent = {
-            "subscription_details": {"subscription": row["subscription"]},
+            "quote_details": None,
+            "subscription_details": {
+                "metadata": None,
+                "subscription": row["subscription"],
+                "subscription_proration_date": None,
+            },
             "type": "subscription_details",
         }
-    return {
+    finalized = row["status"] != "draft"
+    modelled = {
         "id": row["id"],
         "object": "invoice",
+        "account_country": account["country"] if account else None,
+        "account_name": account["business_name"] if account else None,
         "amount_due": row["amount_due"],
         "amount_paid": row["amount_paid"],
         "amount_remaining": row["amount_remaining"],
@@ -140,10 +172,17 @@ def serialize_invoice(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "created": c.unix(row["created"]),
         "currency": row["currency"],
         "customer": row["customer"],
+        "customer_address": json.loads(customer["address"]) if customer["address"] else None,
         "customer_email": customer["email"],
         "customer_name": customer["name"],
+        "customer_phone": customer["phone"],
+        "customer_shipping": c.shipping_object(customer["shipping"]),
+        "customer_tax_exempt": customer["tax_exempt"],
+        "default_payment_method": row["default_payment_method"],
         "description": row["description"],
         "due_date": c.unix(row["due_date"]),
+        "effective_at": c.unix(row["finalized_at"]),
+        "ending_balance": 0 if finalized else None,
         "lines": {
             "object": "list",
             "data": [_line(ctx, line) for line in lines],
@@ -162,6 +201,7 @@ def serialize_invoice(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         },
         "period_end": c.unix(row["period_end"]),
         "period_start": c.unix(row["period_start"]),
+        "starting_balance": 0,
         "status": row["status"],
         "status_transitions": {
             "finalized_at": c.unix(row["finalized_at"]),
@@ -170,8 +210,11 @@ def serialize_invoice(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
             "voided_at": c.unix(row["voided_at"]),
         },
         "subtotal": row["subtotal"],
+        "subtotal_excluding_tax": row["subtotal"],
         "total": row["total"],
+        "total_excluding_tax": row["total"],
     }
+    return f.shaped(f.INVOICE, modelled)
 
 
 # -- the billing engine, shared with subscriptions -------------------------------------------------------

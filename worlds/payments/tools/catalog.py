@@ -1,6 +1,6 @@
 """Products and prices: `/v1/products`, `/v1/prices`, and the agent tools that create and list them."""
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -8,6 +8,7 @@ from atoll.worlds import ToolContext
 
 from ..world import world
 from . import _common as c
+from . import _fields as f
 
 
 class Recurring(BaseModel):
@@ -29,7 +30,7 @@ def price_object(ctx: ToolContext, price_id: str) -> dict[str, Any]:
 
 
 def serialize_product(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
-    return {
+    modelled = {
         "id": row["id"],
         "object": "product",
         "active": bool(row["active"]),
@@ -47,6 +48,7 @@ def serialize_product(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "updated": c.unix(row["updated"]),
         "url": None,
     }
+    return f.shaped(f.PRODUCT, modelled)
 
 
 def serialize_price(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
@@ -56,9 +58,10 @@ def serialize_price(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
             "interval": row["recurring_interval"],
             "interval_count": row["recurring_interval_count"],
             "meter": None,
+            "trial_period_days": None,
             "usage_type": "licensed",
         }
-    return {
+    modelled = {
         "id": row["id"],
         "object": "price",
         "active": bool(row["active"]),
@@ -76,6 +79,7 @@ def serialize_price(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "unit_amount": row["unit_amount"],
         "unit_amount_decimal": str(row["unit_amount"]),
     }
+    return f.shaped(f.PRICE, modelled)
 
 
 @world.tool(writes=True)
@@ -121,6 +125,7 @@ def retrieve_product(ctx: ToolContext, id: str) -> dict:
 def list_products(
     ctx: ToolContext,
     active: bool | None = None,
+    created: c.Created | None = None,
     limit: c.Limit = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
@@ -129,11 +134,12 @@ def list_products(
 
     Args:
         active: Only active (true) or archived (false) products.
+        created: Only those created at this Unix time, or within `gt`, `gte`, `lt`, `lte` bounds.
         limit: How many to return, 1 to 100.
         starting_after: A product id: the page after it.
         ending_before: A product id: the page before it.
     """
-    where, args = c.filters(active=None if active is None else int(active))
+    where, args = c.filters(created, active=None if active is None else int(active))
     return c.listed(
         ctx,
         "products",
@@ -225,6 +231,8 @@ def list_prices(
     product: str | None = None,
     active: bool | None = None,
     type: Literal["one_time", "recurring"] | None = None,
+    lookup_keys: Annotated[list[str], Field(max_length=10)] | None = None,
+    created: c.Created | None = None,
     limit: c.Limit = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
@@ -236,12 +244,19 @@ def list_prices(
         product: Only this product's, `prod_…`.
         active: Only active (true) or archived (false) prices.
         type: `one_time` or `recurring`.
+        lookup_keys: Only the prices with these lookup keys (up to 10).
+        created: Only those created at this Unix time, or within `gt`, `gte`, `lt`, `lte` bounds.
         limit: How many to return, 1 to 100.
         starting_after: A price id: the page after it.
         ending_before: A price id: the page before it.
         expand: Fields to expand, such as `data.product`.
     """
-    where, args = c.filters(product=product, active=None if active is None else int(active), type=type)
+    where, args = c.filters(
+        created, product=product, active=None if active is None else int(active), type=type
+    )
+    if lookup_keys:
+        where = f"{where} AND lookup_key IN ({', '.join('?' * len(lookup_keys))})"
+        args = (*args, *lookup_keys)
     return c.listed(
         ctx,
         "prices",

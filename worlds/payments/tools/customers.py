@@ -1,6 +1,8 @@
-"""Customers: `/v1/customers`, and the agent tools `create_customer` and `list_customers`."""
+"""Customers: `/v1/customers` (and `/v1/customers/search`), and the agent tools `create_customer` and
+`list_customers`."""
 
-from typing import Any
+import json
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -8,7 +10,17 @@ from atoll.worlds import ToolContext
 
 from ..world import world
 from . import _common as c
+from . import _fields as f
 from . import payment_methods as methods
+
+TaxExempt = Literal["none", "exempt", "reverse"]
+# The fields `GET /v1/customers/search` queries, as Stripe's search offers them for customers.
+SEARCH_FIELDS = {
+    "created": c.SearchField("created", "time"),
+    "email": c.SearchField("email", "text"),
+    "name": c.SearchField("name", "text"),
+    "phone": c.SearchField("phone", "text"),
+}
 
 
 class InvoiceSettings(BaseModel):
@@ -29,10 +41,10 @@ def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
     delinquent = ctx.one(
         "SELECT 1 FROM invoices WHERE customer = ? AND status = 'open' AND attempt_count > 0", (row["id"],)
     )
-    return {
+    modelled = {
         "id": row["id"],
         "object": "customer",
-        "address": None,
+        "address": json.loads(row["address"]) if row["address"] else None,
         "balance": row["balance"],
         "created": c.unix(row["created"]),
         "currency": "usd",
@@ -50,11 +62,12 @@ def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "metadata": c.metadata(row["metadata"]),
         "name": row["name"],
         "phone": row["phone"],
-        "preferred_locales": [],
-        "shipping": None,
-        "tax_exempt": "none",
+        "preferred_locales": json.loads(row["preferred_locales"]),
+        "shipping": c.shipping_object(row["shipping"]),
+        "tax_exempt": row["tax_exempt"],
         "test_clock": None,
     }
+    return f.shaped(f.CUSTOMER, modelled)
 
 
 def _default_method(ctx: ToolContext, customer_id: str, settings: InvoiceSettings | None) -> str | None:
@@ -87,6 +100,10 @@ def create_customer(
     description: str | None = None,
     payment_method: str | None = None,
     invoice_settings: InvoiceSettings | None = None,
+    address: c.Address | Literal[""] | None = None,
+    shipping: c.Shipping | Literal[""] | None = None,
+    preferred_locales: list[str] | None = None,
+    tax_exempt: TaxExempt | Literal[""] | None = None,
     metadata: c.Metadata | None = None,
     expand: c.Expand | None = None,
 ) -> dict:
@@ -99,13 +116,30 @@ def create_customer(
         description: An internal note about the customer.
         payment_method: A card (`pm_…` or a test card such as `pm_card_visa`) to attach to the new customer.
         invoice_settings: `default_payment_method`: the attached card invoices charge.
+        address: The customer's postal address: `line1`, `line2`, `city`, `state`, `postal_code`, `country`.
+        shipping: Where to ship: `name`, `address`, `phone`.
+        preferred_locales: Languages the customer prefers, such as `en` or `fr-CA`, most preferred first.
+        tax_exempt: `none`, `exempt` or `reverse`.
         metadata: Your key-value pairs.
         expand: Fields to expand, such as `invoice_settings.default_payment_method`.
     """
     customer_id = c.new_id(ctx, "cus")
     ctx.execute(
-        "INSERT INTO customers (id, name, email, phone, description, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (customer_id, name, email, phone, description, c.dumped(metadata), ctx.timestamp()),
+        "INSERT INTO customers (id, name, email, phone, description, address, shipping, preferred_locales, "
+        "tax_exempt, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            customer_id,
+            name,
+            email,
+            phone,
+            description,
+            c.stored(address),
+            c.stored(shipping),
+            json.dumps(preferred_locales or []),
+            tax_exempt or "none",
+            c.dumped(metadata),
+            ctx.timestamp(),
+        ),
     )
     if payment_method is not None:
         methods.attach(ctx, payment_method, customer_id, param="payment_method")
@@ -135,10 +169,15 @@ def update_customer(
     phone: str | None = None,
     description: str | None = None,
     invoice_settings: InvoiceSettings | None = None,
+    address: c.Address | Literal[""] | None = None,
+    shipping: c.Shipping | Literal[""] | None = None,
+    preferred_locales: list[str] | Literal[""] | None = None,
+    tax_exempt: TaxExempt | Literal[""] | None = None,
     metadata: c.Metadata | None = None,
     expand: c.Expand | None = None,
 ) -> dict:
-    """Update a customer: the fields given change, metadata keys merge (an empty value removes a key).
+    """Update a customer: the fields given change (`""` unsets one), metadata keys merge (an empty value
+    removes a key).
 
     Args:
         customer: The customer's id, `cus_…`.
@@ -147,14 +186,29 @@ def update_customer(
         phone: The new phone number.
         description: The new internal note.
         invoice_settings: `default_payment_method`: the attached card invoices charge.
+        address: The new postal address (it replaces the old one whole).
+        shipping: The new shipping details.
+        preferred_locales: The new preferred languages.
+        tax_exempt: `none`, `exempt` or `reverse`.
         metadata: Keys to set.
         expand: Fields to expand.
     """
     found = c.live_customer(ctx, customer, "id")
-    changes = {"name": name, "email": email, "phone": phone, "description": description}
+    changes: dict[str, Any] = {"name": name, "email": email, "phone": phone, "description": description}
     for column, value in changes.items():
         if value is not None:
             ctx.execute(f"UPDATE customers SET {column} = ? WHERE id = ?", (value or None, found["id"]))
+    stored: dict[str, Any] = {}
+    if address is not None:
+        stored["address"] = c.stored(address)
+    if shipping is not None:
+        stored["shipping"] = c.stored(shipping)
+    if preferred_locales is not None:
+        stored["preferred_locales"] = json.dumps(preferred_locales or [])
+    if tax_exempt is not None:
+        stored["tax_exempt"] = tax_exempt or "none"
+    for column, value in stored.items():
+        ctx.execute(f"UPDATE customers SET {column} = ? WHERE id = ?", (value, found["id"]))
     if metadata is not None:
         ctx.execute(
             "UPDATE customers SET metadata = ? WHERE id = ?",
@@ -192,6 +246,7 @@ def delete_customer(ctx: ToolContext, customer: str) -> dict:
 def list_customers(
     ctx: ToolContext,
     email: str | None = None,
+    created: c.Created | None = None,
     limit: c.Limit = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
@@ -201,12 +256,13 @@ def list_customers(
 
     Args:
         email: Only customers with this email (case-sensitive, as Stripe).
+        created: Only those created at this Unix time, or within `gt`, `gte`, `lt`, `lte` bounds.
         limit: How many to return, 1 to 100.
         starting_after: A customer id: the page after it.
         ending_before: A customer id: the page before it.
         expand: Fields to expand, such as `data.invoice_settings.default_payment_method`.
     """
-    where, args = c.filters(email=email)
+    where, args = c.filters(created, email=email)
     return c.listed(
         ctx,
         "customers",
@@ -217,5 +273,37 @@ def list_customers(
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
+        expand=expand,
+    )
+
+
+@world.operation("GET", "/v1/customers/search")
+def search_customers(
+    ctx: ToolContext,
+    query: str,
+    limit: c.Limit = 10,
+    page: str | None = None,
+    expand: c.Expand | None = None,
+) -> dict:
+    """Search customers with Stripe's query language, newest first: `email`, `name`, `phone` (`:` exact in
+    any case, `~` contains), `created` (`:`, `>`, `<`, `>=`, `<=` on Unix seconds) and `metadata["key"]`;
+    `-` negates a clause; clauses join by AND or by OR.
+
+    Args:
+        query: Such as `name~"whit" AND metadata["plan"]:"gold"`.
+        limit: How many to return, 1 to 100.
+        page: The `next_page` token of the previous page.
+        expand: Fields to expand, such as `data.invoice_settings.default_payment_method`, or `total_count`.
+    """
+    where, args = c.search_condition(query, SEARCH_FIELDS, "customers")
+    return c.searched(
+        ctx,
+        "customers",
+        "/v1/customers/search",
+        serialize,
+        where=f"({where}) AND deleted = 0",
+        args=args,
+        limit=limit,
+        page=page,
         expand=expand,
     )

@@ -10,6 +10,7 @@ from atoll.worlds import ToolContext
 from ..cards import ALIASES, CARDS, DECLINES, TestCard
 from ..world import world
 from . import _common as c
+from . import _fields as f
 
 
 class CardDetails(BaseModel):
@@ -37,35 +38,36 @@ def payment_method_object(ctx: ToolContext, method_id: str) -> dict[str, Any]:
 
 
 def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
-    return {
+    modelled = {
         "id": row["id"],
         "object": "payment_method",
-        "allow_redisplay": "unspecified",
-        "billing_details": {
-            "address": None,
-            "email": row["billing_email"],
-            "name": row["billing_name"],
-            "phone": None,
-        },
-        "card": {
-            "brand": row["brand"],
-            "checks": {"address_line1_check": None, "address_postal_code_check": None, "cvc_check": "pass"},
-            "country": row["country"],
-            "display_brand": row["brand"],
-            "exp_month": row["exp_month"],
-            "exp_year": row["exp_year"],
-            "fingerprint": row["fingerprint"],
-            "funding": row["funding"],
-            "last4": row["last4"],
-            "networks": {"available": [row["brand"]], "preferred": None},
-            "wallet": None,
-        },
+        "billing_details": {**f.BILLING_DETAILS, "email": row["billing_email"], "name": row["billing_name"]},
+        "card": f.shaped(
+            f.CARD,
+            {
+                "brand": row["brand"],
+                "checks": {
+                    "address_line1_check": None,
+                    "address_postal_code_check": None,
+                    "cvc_check": "pass",
+                },
+                "country": row["country"],
+                "display_brand": row["brand"],
+                "exp_month": row["exp_month"],
+                "exp_year": row["exp_year"],
+                "fingerprint": row["fingerprint"],
+                "funding": row["funding"],
+                "last4": row["last4"],
+                "networks": {"available": [row["brand"]], "preferred": None},
+            },
+        ),
         "created": c.unix(row["created"]),
         "customer": row["customer"],
         "livemode": False,
         "metadata": c.metadata(row["metadata"]),
         "type": "card",
     }
+    return f.shaped(f.PAYMENT_METHOD, modelled)
 
 
 def decline(code: str, **extra: Any) -> Exception:

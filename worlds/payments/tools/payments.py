@@ -16,9 +16,22 @@ from atoll.worlds import ToolContext
 
 from ..world import world
 from . import _common as c
+from . import _fields as f
 from . import payment_methods as methods
 
 MINIMUM_AMOUNT = 50  # cents: Stripe's smallest USD charge
+SetupFutureUsage = Literal["off_session", "on_session"]
+# Stripe's limit on a statement descriptor suffix, and the characters it refuses in one.
+_SUFFIX_LENGTH = 22
+_SUFFIX_REFUSED = set("<>\\'\"*")
+# The fields `GET /v1/payment_intents/search` queries, as Stripe's search offers them for payment intents.
+SEARCH_FIELDS = {
+    "amount": c.SearchField("amount", "number"),
+    "created": c.SearchField("created", "time"),
+    "currency": c.SearchField("currency", "exact"),
+    "customer": c.SearchField("customer", "exact"),
+    "status": c.SearchField("status", "exact"),
+}
 _CANCELABLE = ("requires_payment_method", "requires_confirmation", "requires_capture", "requires_action")
 
 
@@ -42,7 +55,8 @@ def charge_object(ctx: ToolContext, charge_id: str) -> dict[str, Any]:
 
 def serialize_intent(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
     secret = hashlib.sha256(row["id"].encode()).hexdigest()[:24]
-    return {
+    error = json.loads(row["last_payment_error"]) if row["last_payment_error"] else None
+    modelled = {
         "id": row["id"],
         "object": "payment_intent",
         "amount": row["amount"],
@@ -57,20 +71,33 @@ def serialize_intent(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "currency": row["currency"],
         "customer": row["customer"],
         "description": row["description"],
-        "last_payment_error": json.loads(row["last_payment_error"]) if row["last_payment_error"] else None,
+        "last_payment_error": f.shaped(f.PAYMENT_ERROR, error) if error else None,
         "latest_charge": row["latest_charge"],
         "livemode": False,
         "metadata": c.metadata(row["metadata"]),
         "payment_method": row["payment_method"],
         "payment_method_types": ["card"],
+        "receipt_email": row["receipt_email"],
+        "setup_future_usage": row["setup_future_usage"],
+        "statement_descriptor_suffix": row["statement_descriptor_suffix"],
         "status": row["status"],
     }
+    return f.shaped(f.PAYMENT_INTENT, modelled)
 
 
 def serialize_charge(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
     card = ctx.one("SELECT * FROM payment_methods WHERE id = ?", (row["payment_method"],)) or {}
+    intent = ctx.one(
+        "SELECT receipt_email, statement_descriptor_suffix FROM payment_intents WHERE id = ?",
+        (row["payment_intent"],),
+    ) or {"receipt_email": None, "statement_descriptor_suffix": None}
+    account = ctx.one("SELECT business_name FROM account")
+    descriptor = account["business_name"].upper()[:22] if account else None
+    suffix = intent["statement_descriptor_suffix"]
+    if descriptor and suffix:
+        descriptor = f"{descriptor[:10].rstrip()}* {suffix}"[:22]
     succeeded = row["status"] == "succeeded"
-    return {
+    modelled = {
         "id": row["id"],
         "object": "charge",
         "amount": row["amount"],
@@ -78,11 +105,11 @@ def serialize_charge(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "amount_refunded": row["amount_refunded"],
         "balance_transaction": None,
         "billing_details": {
-            "address": None,
+            **f.BILLING_DETAILS,
             "email": card.get("billing_email"),
             "name": card.get("billing_name"),
-            "phone": None,
         },
+        "calculated_statement_descriptor": descriptor,
         "captured": bool(row["captured"]),
         "created": c.unix(row["created"]),
         "currency": row["currency"],
@@ -94,6 +121,7 @@ def serialize_charge(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "livemode": False,
         "metadata": c.metadata(row["metadata"]),
         "outcome": {
+            **f.OUTCOME,
             "network_status": "approved_by_network" if succeeded else "declined_by_network",
             "reason": None if succeeded else row["failure_code"],
             "risk_level": "normal",
@@ -104,15 +132,40 @@ def serialize_charge(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "payment_intent": row["payment_intent"],
         "payment_method": row["payment_method"],
         "payment_method_details": {
-            "card": {
-                k: card.get(k) for k in ("brand", "country", "exp_month", "exp_year", "funding", "last4")
-            },
+            "card": f.shaped(
+                f.CHARGE_CARD,
+                {
+                    **{
+                        k: card.get(k)
+                        for k in (
+                            "brand",
+                            "country",
+                            "exp_month",
+                            "exp_year",
+                            "fingerprint",
+                            "funding",
+                            "last4",
+                        )
+                    },
+                    "amount_authorized": row["amount"] if succeeded else None,
+                    "checks": {
+                        "address_line1_check": None,
+                        "address_postal_code_check": None,
+                        "cvc_check": "pass" if succeeded else None,
+                    },
+                    "electronic_commerce_indicator": None,
+                    "network": card.get("brand"),
+                },
+            ),
             "type": "card",
         },
+        "receipt_email": intent["receipt_email"],
         "receipt_url": None,
         "refunded": bool(row["refunded"]),
+        "statement_descriptor_suffix": suffix,
         "status": row["status"],
     }
+    return f.shaped(f.CHARGE, modelled)
 
 
 def attempt(ctx: ToolContext, intent: dict[str, Any], method: dict[str, Any]) -> str | None:
@@ -208,6 +261,28 @@ def _usable_method(ctx: ToolContext, method_id: str, customer: str | None) -> di
     return method
 
 
+def _suffix(value: str | None) -> str | None:
+    """A valid `statement_descriptor_suffix` (None and "" as None), or Stripe's 400."""
+    if not value:
+        return None
+    if len(value) > _SUFFIX_LENGTH or _SUFFIX_REFUSED & set(value) or not any(ch.isalpha() for ch in value):
+        raise c.error(
+            400,
+            f"The statement descriptor suffix must be at most {_SUFFIX_LENGTH} characters, hold a letter, and "
+            "none of < > \\ ' \" *.",
+            param="statement_descriptor_suffix",
+            code="parameter_invalid_string",
+        )
+    return value
+
+
+def _store(ctx: ToolContext, intent_id: str, **columns: Any) -> None:
+    """Set the given columns of an intent, leaving out those that are None (`""` clears one)."""
+    for column, value in columns.items():
+        if value is not None:
+            ctx.execute(f"UPDATE payment_intents SET {column} = ? WHERE id = ?", (value or None, intent_id))
+
+
 def _confirm(ctx: ToolContext, intent: dict[str, Any], payment_method: str | None, *, existed: bool) -> None:
     """Charge the intent's card; a decline raises (naming the intent only if it outlives the rollback)."""
     if intent["status"] not in ("requires_payment_method", "requires_confirmation"):
@@ -245,6 +320,8 @@ def create_payment_intent(
     payment_method_types: list[Literal["card"]] | None = None,
     automatic_payment_methods: AutomaticPaymentMethods | None = None,
     receipt_email: str | None = None,
+    setup_future_usage: SetupFutureUsage | None = None,
+    statement_descriptor_suffix: str | None = None,
     metadata: c.Metadata | None = None,
     expand: c.Expand | None = None,
 ) -> dict:
@@ -261,16 +338,28 @@ def create_payment_intent(
         off_session: The customer is not present (accepted; no authentication is ever asked for).
         payment_method_types: Only `card`.
         automatic_payment_methods: Accepted; cards are the only method.
-        receipt_email: Accepted; no email is sent.
+        receipt_email: Where the receipt would go (kept; no email is sent).
+        setup_future_usage: `off_session` or `on_session`: the card is kept for later payments (kept; the
+            card is saved to the customer by attaching it).
+        statement_descriptor_suffix: Up to 22 characters after the account's name on the card statement.
         metadata: Your key-value pairs.
         expand: Fields to expand, such as `latest_charge`.
     """
     if customer is not None:
         c.live_customer(ctx, customer)
+    suffix = _suffix(statement_descriptor_suffix)
     capture = "manual" if capture_method == "manual" else "automatic"
     intent = new_intent(
         ctx, amount, currency, customer, description=description, capture_method=capture, metadata=metadata
     )
+    _store(
+        ctx,
+        intent["id"],
+        receipt_email=receipt_email,
+        setup_future_usage=setup_future_usage,
+        statement_descriptor_suffix=suffix,
+    )
+    intent = c.row(ctx, "payment_intents", intent["id"], "payment_intent")
     if payment_method is not None:
         method = _usable_method(ctx, payment_method, customer)
         ctx.execute(
@@ -301,6 +390,9 @@ def update_payment_intent(
     amount: int | None = None,
     description: str | None = None,
     payment_method: str | None = None,
+    receipt_email: str | None = None,
+    setup_future_usage: SetupFutureUsage | Literal[""] | None = None,
+    statement_descriptor_suffix: str | None = None,
     metadata: c.Metadata | None = None,
     expand: c.Expand | None = None,
 ) -> dict:
@@ -311,6 +403,9 @@ def update_payment_intent(
         amount: The new amount in cents.
         description: The new description.
         payment_method: The card to charge on confirmation.
+        receipt_email: Where the receipt would go; `""` clears it.
+        setup_future_usage: `off_session` or `on_session`; `""` clears it.
+        statement_descriptor_suffix: The new suffix; `""` clears it.
         metadata: Keys to set (an empty value removes a key).
         expand: Fields to expand.
     """
@@ -340,6 +435,15 @@ def update_payment_intent(
             "UPDATE payment_intents SET metadata = ? WHERE id = ?",
             (c.merged_metadata(found["metadata"], metadata), found["id"]),
         )
+    _store(
+        ctx,
+        found["id"],
+        receipt_email=receipt_email,
+        setup_future_usage=setup_future_usage,
+        statement_descriptor_suffix=(
+            None if statement_descriptor_suffix is None else _suffix(statement_descriptor_suffix) or ""
+        ),
+    )
     return c.expanded(ctx, payment_intent_object(ctx, found["id"]), expand)
 
 
@@ -349,6 +453,8 @@ def confirm_payment_intent(
     intent: str,
     payment_method: str | None = None,
     off_session: bool | None = None,
+    receipt_email: str | None = None,
+    setup_future_usage: SetupFutureUsage | Literal[""] | None = None,
     expand: c.Expand | None = None,
 ) -> dict:
     """Confirm a payment intent: charge its card (or `payment_method`); a decline is a 402 card error.
@@ -357,9 +463,12 @@ def confirm_payment_intent(
         intent: The payment intent's id, `pi_…`.
         payment_method: The card to charge instead of the one on the intent.
         off_session: Accepted; no authentication is ever asked for.
+        receipt_email: Where the receipt would go (kept; no email is sent).
+        setup_future_usage: `off_session` or `on_session`; `""` clears it.
         expand: Fields to expand, such as `latest_charge`.
     """
     found = c.row(ctx, "payment_intents", intent, "payment_intent", "intent")
+    _store(ctx, found["id"], receipt_email=receipt_email, setup_future_usage=setup_future_usage)
     _confirm(ctx, found, payment_method, existed=True)
     return c.expanded(ctx, payment_intent_object(ctx, found["id"]), expand)
 
@@ -436,6 +545,7 @@ def cancel_payment_intent(
 def list_payment_intents(
     ctx: ToolContext,
     customer: str | None = None,
+    created: c.Created | None = None,
     limit: c.Limit = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
@@ -445,12 +555,13 @@ def list_payment_intents(
 
     Args:
         customer: Only this customer's, `cus_…`.
+        created: Only those created at this Unix time, or within `gt`, `gte`, `lt`, `lte` bounds.
         limit: How many to return, 1 to 100.
         starting_after: A payment intent id: the page after it.
         ending_before: A payment intent id: the page before it.
         expand: Fields to expand, such as `data.latest_charge` (to see what was refunded).
     """
-    where, args = c.filters(customer=customer)
+    where, args = c.filters(created, customer=customer)
     return c.listed(
         ctx,
         "payment_intents",
@@ -461,6 +572,38 @@ def list_payment_intents(
         limit=limit,
         starting_after=starting_after,
         ending_before=ending_before,
+        expand=expand,
+    )
+
+
+@world.operation("GET", "/v1/payment_intents/search")
+def search_payment_intents(
+    ctx: ToolContext,
+    query: str,
+    limit: c.Limit = 10,
+    page: str | None = None,
+    expand: c.Expand | None = None,
+) -> dict:
+    """Search payment intents with Stripe's query language, newest first: `amount` and `created` (`:`, `>`,
+    `<`, `>=`, `<=`), `currency`, `customer`, `status` (`:`) and `metadata["key"]`; `-` negates a clause;
+    clauses join by AND or by OR.
+
+    Args:
+        query: Such as `status:"succeeded" AND amount>10000`.
+        limit: How many to return, 1 to 100.
+        page: The `next_page` token of the previous page.
+        expand: Fields to expand, such as `data.latest_charge`, or `total_count`.
+    """
+    where, args = c.search_condition(query, SEARCH_FIELDS, "payment_intents")
+    return c.searched(
+        ctx,
+        "payment_intents",
+        "/v1/payment_intents/search",
+        serialize_intent,
+        where=where,
+        args=args,
+        limit=limit,
+        page=page,
         expand=expand,
     )
 
@@ -481,6 +624,7 @@ def list_charges(
     ctx: ToolContext,
     customer: str | None = None,
     payment_intent: str | None = None,
+    created: c.Created | None = None,
     limit: c.Limit = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
@@ -491,12 +635,13 @@ def list_charges(
     Args:
         customer: Only this customer's, `cus_…`.
         payment_intent: Only this payment intent's, `pi_…`.
+        created: Only those created at this Unix time, or within `gt`, `gte`, `lt`, `lte` bounds.
         limit: How many to return, 1 to 100.
         starting_after: A charge id: the page after it.
         ending_before: A charge id: the page before it.
         expand: Fields to expand.
     """
-    where, args = c.filters(customer=customer, payment_intent=payment_intent)
+    where, args = c.filters(created, customer=customer, payment_intent=payment_intent)
     return c.listed(
         ctx,
         "charges",

@@ -10,6 +10,7 @@ from atoll.worlds import ToolContext
 
 from ..world import world
 from . import _common as c
+from . import _fields as f
 
 Reason = Literal["duplicate", "fraudulent", "requested_by_customer"]
 
@@ -20,7 +21,8 @@ def refund_object(ctx: ToolContext, refund_id: str) -> dict[str, Any]:
 
 
 def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
-    return {
+    charge = ctx.one("SELECT customer, payment_method FROM charges WHERE id = ?", (row["charge"],)) or {}
+    modelled = {
         "id": row["id"],
         "object": "refund",
         "amount": row["amount"],
@@ -28,12 +30,15 @@ def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "charge": row["charge"],
         "created": c.unix(row["created"]),
         "currency": row["currency"],
+        "customer": charge.get("customer"),
         "metadata": c.metadata(row["metadata"]),
         "payment_intent": row["payment_intent"],
+        "payment_method": charge.get("payment_method"),
         "reason": row["reason"],
         "receipt_number": None,
         "status": row["status"],
     }
+    return f.shaped(f.REFUND, modelled)
 
 
 def _charge_of(ctx: ToolContext, charge: str | None, payment_intent: str | None) -> dict[str, Any]:
@@ -144,6 +149,7 @@ def list_refunds(
     ctx: ToolContext,
     charge: str | None = None,
     payment_intent: str | None = None,
+    created: c.Created | None = None,
     limit: c.Limit = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
@@ -154,12 +160,13 @@ def list_refunds(
     Args:
         charge: Only this charge's, `ch_…`.
         payment_intent: Only this payment intent's, `pi_…`.
+        created: Only those created at this Unix time, or within `gt`, `gte`, `lt`, `lte` bounds.
         limit: How many to return, 1 to 100.
         starting_after: A refund id: the page after it.
         ending_before: A refund id: the page before it.
         expand: Fields to expand.
     """
-    where, args = c.filters(charge=charge, payment_intent=payment_intent)
+    where, args = c.filters(created, charge=charge, payment_intent=payment_intent)
     return c.listed(
         ctx,
         "refunds",

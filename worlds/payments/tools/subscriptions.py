@@ -1,7 +1,8 @@
 """Subscriptions: `/v1/subscriptions` (create, update with prorations, cancel), and the agent tools
 `list_subscriptions`, `update_subscription` and `cancel_subscription`.
 
-Creating bills the first period at once. Changing a price or quantity mid-period prorates as Stripe does:
+Creating bills the first period at once (with `trial_period_days`, a $0 invoice for the trial, whose end
+starts the first period). Changing a price or quantity mid-period prorates as Stripe does:
 a credit for the unused time on the old line and a charge for the remaining time on the new one, each
 `round(unit_amount × quantity × remaining / period)`, pending for the next invoice
 (`create_prorations`) or invoiced and charged now (`always_invoice`). Time never passes by itself here:
@@ -10,7 +11,7 @@ no renewal runs, so a fixture's history holds the renewals.
 
 import calendar
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +19,7 @@ from atoll.worlds import TIMESTAMP_FORMAT, ToolContext
 
 from ..world import world
 from . import _common as c
+from . import _fields as f
 from . import billing
 from . import payment_methods as methods
 from .catalog import serialize_price
@@ -59,19 +61,43 @@ def item_object(ctx: ToolContext, item_id: str) -> dict[str, Any]:
     return _item(ctx, c.row(ctx, "subscription_items", item_id, "subscription_item"))
 
 
+def _plan(price: dict[str, Any]) -> dict[str, Any]:
+    """The legacy `plan` view of a recurring price, which Stripe still serves on subscription items."""
+    modelled = {
+        "id": price["id"],
+        "object": "plan",
+        "active": price["active"],
+        "amount": price["unit_amount"],
+        "amount_decimal": price["unit_amount_decimal"],
+        "billing_scheme": price["billing_scheme"],
+        "created": price["created"],
+        "currency": price["currency"],
+        "interval": price["recurring"]["interval"],
+        "interval_count": price["recurring"]["interval_count"],
+        "livemode": False,
+        "metadata": price["metadata"],
+        "nickname": price["nickname"],
+        "product": price["product"],
+        "usage_type": price["recurring"]["usage_type"],
+    }
+    return f.shaped(f.PLAN, modelled)
+
+
 def _item(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
-    price = ctx.one("SELECT * FROM prices WHERE id = ?", (row["price"],))
-    return {
+    price = serialize_price(ctx, ctx.one("SELECT * FROM prices WHERE id = ?", (row["price"],)))
+    modelled = {
         "id": row["id"],
         "object": "subscription_item",
         "created": c.unix(row["created"]),
         "current_period_end": c.unix(row["current_period_end"]),
         "current_period_start": c.unix(row["current_period_start"]),
         "metadata": c.metadata(row["metadata"]),
-        "price": serialize_price(ctx, price),
+        "plan": _plan(price),
+        "price": price,
         "quantity": row["quantity"],
         "subscription": row["subscription"],
     }
+    return f.shaped(f.SUBSCRIPTION_ITEM, modelled)
 
 
 def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
@@ -79,17 +105,24 @@ def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "SELECT * FROM subscription_items WHERE subscription = ? ORDER BY created, rowid", (row["id"],)
     )
     period_end = items[0]["current_period_end"] if items else None
-    return {
+    modelled = {
         "id": row["id"],
         "object": "subscription",
         "billing_cycle_anchor": c.unix(row["billing_cycle_anchor"]),
         "cancel_at": c.unix(period_end) if row["cancel_at_period_end"] else None,
         "cancel_at_period_end": bool(row["cancel_at_period_end"]),
         "canceled_at": c.unix(row["canceled_at"]),
+        "cancellation_details": {
+            "comment": None,
+            "feedback": None,
+            "feedback_option": None,
+            "reason": "cancellation_requested" if row["canceled_at"] or row["cancel_at_period_end"] else None,
+        },
         "collection_method": row["collection_method"],
         "created": c.unix(row["created"]),
         "currency": "usd",
         "customer": row["customer"],
+        "days_until_due": row["days_until_due"],
         "default_payment_method": row["default_payment_method"],
         "ended_at": c.unix(row["ended_at"]),
         "items": {
@@ -103,7 +136,10 @@ def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
         "metadata": c.metadata(row["metadata"]),
         "start_date": c.unix(row["start_date"]),
         "status": row["status"],
+        "trial_end": c.unix(row["trial_end"]),
+        "trial_start": c.unix(row["trial_start"]),
     }
+    return f.shaped(f.SUBSCRIPTION, modelled)
 
 
 def period_after(start: datetime, interval: str, count: int) -> datetime:
@@ -206,10 +242,12 @@ def create_subscription(
     days_until_due: int | None = None,
     payment_behavior: PaymentBehavior = "allow_incomplete",
     cancel_at_period_end: bool = False,
+    trial_period_days: Annotated[int, Field(ge=1, le=730)] | None = None,
     metadata: c.Metadata | None = None,
     expand: c.Expand | None = None,
 ) -> dict:
-    """Subscribe a customer to recurring prices; the first period is invoiced and charged at once.
+    """Subscribe a customer to recurring prices; the first period is invoiced and charged at once, or after
+    a free trial.
 
     Args:
         customer: The customer's id, `cus_…`.
@@ -219,6 +257,8 @@ def create_subscription(
         days_until_due: Days to pay, with `send_invoice`.
         payment_behavior: On a decline: `allow_incomplete` keeps it `incomplete`, `error_if_incomplete` refuses.
         cancel_at_period_end: End it when the first period ends.
+        trial_period_days: Days of free trial: it is `trialing`, its first invoice is $0 for the trial, and
+            the first period starts (and is billed) when the trial ends.
         metadata: Your key-value pairs.
         expand: Fields to expand, such as `latest_invoice`.
     """
@@ -233,21 +273,30 @@ def create_subscription(
     method = _payment_method(ctx, owner["id"], default_payment_method)
     now = ctx.now()
     start = ctx.timestamp()
-    end = period_after(now, prices[0]["recurring_interval"], prices[0]["recurring_interval_count"]).strftime(
-        TIMESTAMP_FORMAT
-    )
+    trial_end = None
+    if trial_period_days is not None:
+        trial_end = (now + timedelta(days=trial_period_days)).strftime(TIMESTAMP_FORMAT)
+        end = trial_end
+    else:
+        end = period_after(
+            now, prices[0]["recurring_interval"], prices[0]["recurring_interval_count"]
+        ).strftime(TIMESTAMP_FORMAT)
     subscription_id = c.new_id(ctx, "sub")
     ctx.execute(
-        "INSERT INTO subscriptions (id, customer, status, default_payment_method, collection_method, cancel_at_period_end, "
-        "billing_cycle_anchor, start_date, metadata, created) VALUES (?, ?, 'incomplete', ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO subscriptions (id, customer, status, default_payment_method, collection_method, days_until_due, "
+        "cancel_at_period_end, billing_cycle_anchor, start_date, trial_start, trial_end, metadata, created) "
+        "VALUES (?, ?, 'incomplete', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             subscription_id,
             owner["id"],
             method,
             collection_method,
+            days_until_due,
             int(cancel_at_period_end),
+            trial_end or start,
             start,
-            start,
+            start if trial_end else None,
+            trial_end,
             c.dumped(metadata),
             start,
         ),
@@ -272,17 +321,19 @@ def create_subscription(
         billing.add_item(
             ctx,
             owner["id"],
-            unit_amount=price["unit_amount"],
+            unit_amount=0 if trial_end else price["unit_amount"],
             quantity=item.quantity,
             price=price["id"],
             invoice=invoice_id,
-            description=f"{item.quantity} × {product}",
+            description=f"Trial period for {product}" if trial_end else f"{item.quantity} × {product}",
             subscription=subscription_id,
             subscription_item=item_id,
             period=(start, end),
         )
     subscription = c.row(ctx, "subscriptions", subscription_id, "subscription")
     status = _bill_now(ctx, subscription, invoice_id, payment_behavior)
+    if trial_end is not None:  # the $0 invoice paid itself; the card is first charged when the trial ends
+        status = "trialing"
     ctx.execute("UPDATE subscriptions SET status = ? WHERE id = ?", (status, subscription_id))
     return c.expanded(ctx, subscription_object(ctx, subscription_id), expand)
 
@@ -505,6 +556,7 @@ def list_subscriptions(
     customer: str | None = None,
     price: str | None = None,
     status: Status | Literal["all", "ended"] | None = None,
+    created: c.Created | None = None,
     limit: c.Limit = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
@@ -516,12 +568,13 @@ def list_subscriptions(
         customer: Only this customer's, `cus_…`.
         price: Only those with an item on this price, `price_…`.
         status: Only this status; `all` includes canceled ones, `ended` only those.
+        created: Only those created at this Unix time, or within `gt`, `gte`, `lt`, `lte` bounds.
         limit: How many to return, 1 to 100.
         starting_after: A subscription id: the page after it.
         ending_before: A subscription id: the page before it.
         expand: Fields to expand, such as `data.latest_invoice`.
     """
-    where, args = c.filters(customer=customer)
+    where, args = c.filters(created, customer=customer)
     if status is None:
         where += " AND status != 'canceled'"
     elif status == "ended":
