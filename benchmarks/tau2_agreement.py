@@ -66,7 +66,7 @@ def gold_table() -> Table:
         for task in tasks:
             result = agreement.gold_replay(domain, task.id)
             equal_tables += not agreement.table_differences(domain, result)
-            for message, record in zip(result.tau2_answers, result.atoll_log, strict=True):
+            for message, record in zip(result.tau2_answers, result.atoll_results, strict=True):
                 calls += 1
                 same = agreement.same_answer(message, record)
                 equal_answers += same

@@ -23,6 +23,11 @@ class ToolError(Exception):
         self.details = details
 
 
+class ToolErrorAfterWrites(ToolError):
+    """A refusal that keeps what the tool wrote before it: for a world that copies an engine whose tools
+    change records in place and fail halfway without undoing (τ²-bench's do)."""
+
+
 class WorldError(AtollError):
     """Base of every error about a world, its fixtures or its tools that a person must fix."""
 

@@ -18,14 +18,14 @@ import sqlite3
 import threading
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 from pydantic_core import to_jsonable_python
 
 from ._clock import TIMESTAMP_FORMAT, Clock
 from ._diff import Diff, Row, RowChange, RowUpdate, TableDiff, changed_columns, sort_key
-from ._errors import InstanceClosed, ToolError
+from ._errors import InstanceClosed, ToolError, ToolErrorAfterWrites
 from ._fixture import FixtureData
 from ._guard import RELEASE, ROLLBACK_TO, SAVEPOINT
 from ._pool import ConnectionPool
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from ._world import World
 
 log = logging.getLogger(__name__)
+
+Observation = Literal["json", "text"]
 
 
 class ToolFailure(BaseModel):
@@ -53,9 +55,16 @@ class ToolResult(BaseModel):
     ok: bool
     value: Any = None
     error: ToolFailure | None = None
+    _observation: Observation = PrivateAttr(default="json")  # the world's, set by the instance
 
     def for_model(self) -> str:
-        """Compact JSON the agent reads as the observation."""
+        """What the agent reads: compact JSON (an error as `{"error": {...}}`), or for a world whose
+        observation is "text", τ²-bench's tool message: `Error: message`, a text as itself, anything
+        else as `json.dumps` writes it."""
+        if self._observation == "text":
+            if not self.ok:
+                return f"Error: {self.error.message}"
+            return self.value if isinstance(self.value, str) else json.dumps(self.value, default=str)
         payload = self.value if self.ok else {"error": self.error.model_dump(exclude_defaults=True)}
         return json.dumps(payload, ensure_ascii=False, default=str)
 
@@ -190,8 +199,11 @@ class Instance:
                 kwargs = tool.validate(arguments)
             except ValidationError as error:
                 result = _failure(name, "invalid_arguments", describe_validation_error(error))
+            except ToolError as error:
+                result = _failure(name, error.code, error.message)
             else:
                 result, changes = self._run(name, tool, kwargs)
+        result._observation = self.world.observation
         self.log.append(
             CallRecord(
                 index=len(self.log),
@@ -224,8 +236,13 @@ class Instance:
             connection.execute(RELEASE)
             return ToolResult(tool=name, ok=True, value=value), changes
         except ToolError as error:
-            self._undo_call()
-            return _failure(name, error.code, error.message, to_jsonable_python(error.details)), []
+            changes = []
+            if isinstance(error, ToolErrorAfterWrites) and tool.writes and connection.in_transaction:
+                changes = self._collect_changes() if connection.total_changes != written_before else []
+                connection.execute(RELEASE)
+            else:
+                self._undo_call()
+            return _failure(name, error.code, error.message, to_jsonable_python(error.details)), changes
         except sqlite3.IntegrityError as error:
             self._undo_call()
             return _failure(name, "constraint_violation", str(error)), []

@@ -20,7 +20,7 @@ import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ._clock import TIMESTAMP_FORMAT
-from ._errors import WorldDefinitionError
+from ._errors import ToolError, WorldDefinitionError
 
 _ID_ALPHABET = string.ascii_uppercase + string.digits
 
@@ -73,6 +73,7 @@ class Tool:
     writes: bool
     function: Callable[..., Any]
     arguments: type[BaseModel]
+    as_given: bool = False  # the function gets the arguments unvalidated; the schema is still shown
 
     def parameters_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments, without pydantic's titles."""
@@ -90,12 +91,25 @@ class Tool:
         }
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Validated keyword arguments; raises pydantic's ValidationError."""
+        """Validated keyword arguments; raises pydantic's ValidationError. A tool taking its arguments
+        as given gets them unchanged, refused (ToolError) only where Python would refuse the call."""
+        if self.as_given:
+            return self._bound(arguments)
         model = self.arguments.model_validate(arguments)
         return {name: getattr(model, name) for name in self.arguments.model_fields}
 
+    def _bound(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            inspect.signature(self.function).bind(None, **arguments)
+        except TypeError:
+            try:  # Python refuses the call before its body runs, in its own words (it names __qualname__)
+                self.function(None, **arguments)
+            except TypeError as error:
+                raise ToolError("invalid_arguments", str(error)) from None
+        return dict(arguments)
+
     def renamed(self, name: str) -> Tool:
-        return Tool(name, self.description, self.writes, self.function, self.arguments)
+        return Tool(name, self.description, self.writes, self.function, self.arguments, self.as_given)
 
 
 def _strip_titles(schema: Any) -> Any:
@@ -106,8 +120,11 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
-def make_tool(function: Callable[..., Any], *, writes: bool, name: str | None = None) -> Tool:
-    """Check `function` and build its Tool; every refusal names the tool and the parameter."""
+def make_tool(
+    function: Callable[..., Any], *, writes: bool, name: str | None = None, as_given: bool = False
+) -> Tool:
+    """Check `function` and build its Tool; every refusal names the tool and the parameter. `as_given`:
+    the annotations make the schema only, and the function gets the arguments as the caller sent them."""
     tool_name = name or function.__name__
     where = f"tool {tool_name!r} ({function.__module__})"
     if inspect.iscoroutinefunction(function):
@@ -151,7 +168,7 @@ def make_tool(function: Callable[..., Any], *, writes: bool, name: str | None = 
             f"{where}: parameter {bad!r} has a type JSON schema cannot express ({error.__class__.__name__}); "
             "use str, int, float, bool, Literal, list, dict, Optional or a pydantic model"
         ) from None
-    return Tool(tool_name, description, writes, function, arguments)
+    return Tool(tool_name, description, writes, function, arguments, as_given)
 
 
 def _first_unschemable(fields: dict[str, Any]) -> str | None:

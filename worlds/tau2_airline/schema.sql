@@ -87,10 +87,12 @@ CREATE TABLE reservations (
     origin           TEXT NOT NULL,
     destination      TEXT NOT NULL,
     flight_type      TEXT NOT NULL,               -- 'one_way', 'round_trip'
-    cabin            TEXT NOT NULL,
+    -- cabin and the bags hold what update_reservation_flights and update_reservation_baggages were given,
+    -- untyped like τ²'s record after an assignment: "2" stays a text and 2.0 a real, as in τ²'s state.
+    cabin,
     created_at       TEXT NOT NULL,               -- '2024-05-02T03:10:19'
-    total_baggages   INTEGER NOT NULL,
-    nonfree_baggages INTEGER NOT NULL,
+    total_baggages,
+    nonfree_baggages,
     insurance        TEXT NOT NULL,               -- 'yes', 'no'
     status           TEXT                         -- NULL, or 'cancelled'
 );

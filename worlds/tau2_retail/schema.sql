@@ -68,7 +68,7 @@ CREATE TABLE orders (
                                  'delivered', 'cancelled', 'exchange requested', 'return requested')),
     cancel_reason              TEXT,
     exchange_payment_method_id TEXT,
-    exchange_price_difference  REAL,
+    exchange_price_difference,                   -- untyped: τ² stores 0 (no items) as an int, else a float
     return_payment_method_id   TEXT
 );
 CREATE INDEX orders_user ON orders (user_id, position);

@@ -17,4 +17,5 @@ world = World(
     ),
     schema=HERE / "schema.sql",
     documents={"policy": policy("retail")},
+    observation="text",  # the agent reads a result as τ²'s agent does: `Error: …`, a text unquoted
 )

@@ -4,11 +4,10 @@ Tool descriptions are τ²-bench's (Copyright (c) 2025 Sierra Research, MIT Lice
 so an agent sees the schemas it would see in τ².
 """
 
-from ...tau2 import calculate, transfer_to_human_agents
+from ...tau2 import generic_tools
 from ..world import world
 from . import flights, reservations, users
 
-world.tool(calculate, writes=False)
-world.tool(transfer_to_human_agents, writes=False)
+generic_tools(world)
 
 __all__ = ["flights", "reservations", "users"]

@@ -1,14 +1,13 @@
-"""The argument types of the airline tools, shaped as τ²'s so the schemas an agent sees are τ²'s.
+"""τ²'s airline models that its tools build from the agent's arguments, field for field, so that what
+they accept, coerce ("2" to 2 for an int field) and refuse (pydantic's text, naming the model) is τ²'s.
 
-τ² types list arguments as `List[FlightInfo | dict]` and converts the dicts itself, so a malformed
-flight is refused with pydantic's own text; `convert` does the same here.
+They also type the tools' parameters, so the schemas an agent sees are τ²'s: τ² types list arguments as
+`List[FlightInfo | dict]` and converts the dicts itself.
 """
 
-from typing import Literal, TypeVar
+from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
-
-from atoll.worlds import ToolError
+from pydantic import BaseModel, Field
 
 FlightType = Literal["round_trip", "one_way"]
 CabinClass = Literal["business", "economy", "basic_economy"]
@@ -31,12 +30,34 @@ class Payment(BaseModel):
     amount: int = Field(description="Payment amount in dollars")
 
 
-Model = TypeVar("Model", bound=BaseModel)
+class Certificate(BaseModel):
+    source: Literal["certificate"]
+    id: str
+    amount: float
 
 
-def convert(model: type[Model], items: list[Model | dict]) -> list[Model]:
-    """Each item as `model`, refusing the first malformed one with the text τ²'s conversion raises."""
-    try:
-        return [item if isinstance(item, model) else model(**item) for item in items]
-    except ValidationError as error:
-        raise ToolError("invalid_argument", str(error)) from None
+class ReservationFlight(BaseModel):
+    flight_number: str
+    origin: str
+    destination: str
+    date: str
+    price: int
+
+
+class Reservation(BaseModel):
+    """What book_reservation validates its arguments with, all at once, before it checks any flight."""
+
+    reservation_id: str
+    user_id: str
+    origin: str
+    destination: str
+    flight_type: FlightType
+    cabin: CabinClass
+    flights: list[ReservationFlight]
+    passengers: list[Passenger]
+    payment_history: list[Payment]
+    created_at: str
+    total_baggages: int
+    nonfree_baggages: int
+    insurance: Insurance
+    status: Literal["cancelled"] | None = None

@@ -1,21 +1,36 @@
 """Flight tools: the airports, searching direct and one-stop flights on a date, and a flight's status."""
 
+from typing import Any
+
 from atoll.worlds import ToolContext, ToolError
 
+from ...tau2_calls import key, tool
 from ..world import world
 from . import _lookup
 
 
-@world.tool(writes=False)
+@tool(world, writes=False)
 def list_all_airports(ctx: ToolContext) -> list[dict]:
     """Returns a list of all available airports."""
     return ctx.rows("SELECT iata, city FROM airports ORDER BY position")
 
 
 def _direct(
-    ctx: ToolContext, date: str, origin: str | None, destination: str | None, leave_after: str | None = None
+    ctx: ToolContext, date: Any, origin: Any, destination: Any, leave_after: str | None = None
 ) -> list[dict]:
-    """τ²'s direct-flight search: available flights on `date`, in flight order, as τ²'s DirectFlight."""
+    """τ²'s direct-flight search: available flights on `date`, in flight order, as τ²'s DirectFlight.
+    As given: None matches every airport, any other non-text none; the date is read (as a dict key)
+    only for a flight whose airports matched."""
+    if not all(value is None or isinstance(value, str) for value in (origin, destination)):
+        return []
+    if not isinstance(date, str):
+        matched = ctx.one(
+            "SELECT 1 FROM flights WHERE (? IS NULL OR origin = ?) AND (? IS NULL OR destination = ?)",
+            (origin, origin, destination, destination),
+        )
+        if matched is not None:
+            key(date)
+        return []
     found = ctx.rows(
         "SELECT f.* FROM flights f JOIN flight_dates d ON d.flight_number = f.flight_number AND d.date = ? "
         "WHERE d.status = 'available' AND (? IS NULL OR f.origin = ?) AND (? IS NULL OR f.destination = ?) "
@@ -45,7 +60,7 @@ def _direct(
     return flights
 
 
-@world.tool(writes=False)
+@tool(world, writes=False)
 def search_direct_flight(ctx: ToolContext, origin: str, destination: str, date: str) -> list[dict]:
     """Search for direct flights between two cities on a specific date.
 
@@ -57,7 +72,7 @@ def search_direct_flight(ctx: ToolContext, origin: str, destination: str, date: 
     return _direct(ctx, date, origin, destination)
 
 
-@world.tool(writes=False)
+@tool(world, writes=False)
 def search_onestop_flight(ctx: ToolContext, origin: str, destination: str, date: str) -> list[list[dict]]:
     """Search for one-stop flights between two cities on a specific date.
 
@@ -85,7 +100,7 @@ def search_onestop_flight(ctx: ToolContext, origin: str, destination: str, date:
     return pairs
 
 
-@world.tool(writes=False)
+@tool(world, writes=False)
 def get_flight_status(ctx: ToolContext, flight_number: str, date: str) -> str:
     """Get the status of a flight.
 

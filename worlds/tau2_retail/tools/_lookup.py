@@ -1,35 +1,43 @@
 """The lookups several retail tools share, refusing with τ²'s own error texts.
 
 τ²'s tools raise `ValueError("Order not found")` and the like, and its environment shows the agent
-"Error: Order not found"; these raise a ToolError with the same message, so the agent reads the
-same words (under Atoll's error shape) and the call is rolled back.
+"Error: Order not found"; these raise a ToolError with the same message, which the world shows the
+agent in the same words (its observation is "text"). Ids are looked up as τ²'s dicts look them up (`key`).
 """
 
 from typing import Any
 
 from atoll.worlds import ToolContext, ToolError
 
+from ...tau2_calls import key
+
 Row = dict[str, Any]
 
 
 def order(ctx: ToolContext, order_id: str) -> Row:
-    row = ctx.one("SELECT * FROM orders WHERE order_id = ?", (order_id,))
+    row = ctx.one("SELECT * FROM orders WHERE order_id = ?", (key(order_id),))
     if row is None:
         raise ToolError("not_found", "Order not found")
     return row
 
 
 def user(ctx: ToolContext, user_id: str) -> Row:
-    row = ctx.one("SELECT * FROM users WHERE user_id = ?", (user_id,))
+    row = ctx.one("SELECT * FROM users WHERE user_id = ?", (key(user_id),))
     if row is None:
         raise ToolError("not_found", "User not found")
     return row
 
 
-def variant(ctx: ToolContext, product_id: str, item_id: str) -> Row:
-    if ctx.one("SELECT 1 FROM products WHERE product_id = ?", (product_id,)) is None:
+def product(ctx: ToolContext, product_id: str) -> Row:
+    row = ctx.one("SELECT * FROM products WHERE product_id = ?", (key(product_id),))
+    if row is None:
         raise ToolError("not_found", "Product not found")
-    row = ctx.one("SELECT * FROM variants WHERE product_id = ? AND item_id = ?", (product_id, item_id))
+    return row
+
+
+def variant(ctx: ToolContext, product_id: str, item_id: str) -> Row:
+    product(ctx, product_id)
+    row = ctx.one("SELECT * FROM variants WHERE product_id = ? AND item_id = ?", (product_id, key(item_id)))
     if row is None:
         raise ToolError("not_found", "Variant not found")
     return row
@@ -37,7 +45,9 @@ def variant(ctx: ToolContext, product_id: str, item_id: str) -> Row:
 
 def payment_method(ctx: ToolContext, user_id: str, payment_method_id: str) -> Row:
     user(ctx, user_id)
-    row = ctx.one("SELECT * FROM payment_methods WHERE user_id = ? AND id = ?", (user_id, payment_method_id))
+    row = ctx.one(
+        "SELECT * FROM payment_methods WHERE user_id = ? AND id = ?", (user_id, key(payment_method_id))
+    )
     if row is None:
         raise ToolError("not_found", "Payment method not found")
     return row

@@ -7,11 +7,15 @@ a cancellation refunds every entry of the payment history, and modifying several
 changed line the price and options of the *last* new item (τ²'s tools.py reuses its loop variable).
 """
 
+from typing import Any
+
 from atoll.worlds import ToolContext, ToolError
 
+from ...tau2_calls import tool
 from ..records import ADDRESS, order_record
 from ..world import world
 from . import _lookup
+from ._models import OrderPayment, UserAddress
 
 CANCEL_REASONS = {"no longer needed", "ordered by mistake"}
 
@@ -20,7 +24,7 @@ def _answer(ctx: ToolContext, order_id: str) -> dict:
     return order_record(ctx.rows, order_id)
 
 
-@world.tool(writes=True)
+@tool(world, writes=True)
 def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> dict:
     """Cancel a pending order. If the order is already processed or delivered,
 
@@ -36,6 +40,7 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> dict:
         reason: The reason for cancellation, which should be either 'no longer needed' or 'ordered by mistake'.
     """
     order = _lookup.order(ctx, order_id)
+    order_id = order["order_id"]
     if order["status"] != "pending":
         raise ToolError("invalid_request", "Non-pending order cannot be cancelled")
     if reason not in CANCEL_REASONS:
@@ -52,13 +57,13 @@ def cancel_pending_order(ctx: ToolContext, order_id: str, reason: str) -> dict:
 
 
 def _price_difference(
-    ctx: ToolContext, order_id: str, item_ids: list[str], new_item_ids: list[str], *, same_id_error: bool
+    ctx: ToolContext, order_id: str, item_ids: Any, new_item_ids: Any, *, same_id_error: bool
 ) -> tuple[float, dict | None]:
     """What the new items cost more than the old ones, and the last new item's variant (see the module
     docstring). `same_id_error`: refuse an item swapped for itself, as modifying (not exchanging) does."""
-    difference: float = 0
+    difference: float = 0  # τ²'s int 0, which stays an int when no item is exchanged
     last = None
-    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=True):
+    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):  # as τ²: lengths checked before
         if same_id_error and item_id == new_item_id:
             raise ToolError("invalid_argument", "The new item id should be different from the old item id")
         line = _lookup.first_line(ctx, order_id, item_id)
@@ -71,15 +76,16 @@ def _price_difference(
     return difference, last
 
 
-def _count_check(ctx: ToolContext, order_id: str, item_ids: list[str], message: str) -> None:
-    """τ²'s check that each item id is asked for no more often than the order holds it."""
+def _count_check(ctx: ToolContext, order_id: str, item_ids: Any, message: str) -> None:
+    """τ²'s check that each item id is asked for no more often than the order holds it (on the ids as
+    given: a text is counted by its characters, as `str.count` counts them)."""
     held = _lookup.item_ids(ctx, order_id)
     for item_id in item_ids:
         if item_ids.count(item_id) > held.count(item_id):
             raise ToolError("not_found", message.format(item_id=item_id))
 
 
-@world.tool(writes=True)
+@tool(world, writes=True)
 def exchange_delivered_order_items(
     ctx: ToolContext, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> dict:
@@ -99,6 +105,7 @@ def exchange_delivered_order_items(
             from the user or order details.
     """
     order = _lookup.order(ctx, order_id)
+    order_id = order["order_id"]
     if order["status"] != "delivered":
         raise ToolError("invalid_request", "Non-delivered order cannot be exchanged")
     _count_check(ctx, order_id, item_ids, "Number of {item_id} not found.")
@@ -119,18 +126,17 @@ def exchange_delivered_order_items(
     return _answer(ctx, order_id)
 
 
-@world.tool(writes=False)
+@tool(world, writes=False)
 def get_order_details(ctx: ToolContext, order_id: str) -> dict:
     """Get the status and details of an order.
 
     Args:
         order_id: The order id, such as '#W0000000'. Be careful there is a '#' symbol at the beginning of the order id.
     """
-    _lookup.order(ctx, order_id)
-    return _answer(ctx, order_id)
+    return _answer(ctx, _lookup.order(ctx, order_id)["order_id"])
 
 
-@world.tool(writes=True)
+@tool(world, writes=True)
 def modify_pending_order_address(
     ctx: ToolContext,
     order_id: str,
@@ -153,16 +159,12 @@ def modify_pending_order_address(
         zip: The zip code, such as '12345'.
     """
     order = _lookup.order(ctx, order_id)
+    order_id = order["order_id"]
     if "pending" not in order["status"]:  # τ²'s loose check: 'pending (item modified)' passes too
         raise ToolError("invalid_request", "Non-pending order cannot be modified")
-    values = {
-        "address1": address1,
-        "address2": address2,
-        "city": city,
-        "country": country,
-        "state": state,
-        "zip": zip,
-    }
+    values = UserAddress(
+        address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
+    ).model_dump()
     ctx.execute(
         f"UPDATE orders SET {', '.join(f'{field} = ?' for field in ADDRESS)} WHERE order_id = ?",
         (*(values[field] for field in ADDRESS), order_id),
@@ -170,7 +172,7 @@ def modify_pending_order_address(
     return _answer(ctx, order_id)
 
 
-@world.tool(writes=True)
+@tool(world, writes=True)
 def modify_pending_order_items(
     ctx: ToolContext, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> dict:
@@ -183,6 +185,7 @@ def modify_pending_order_items(
         payment_method_id: The payment method id to pay or receive refund for the item price difference, such as 'gift_card_0000000' or 'credit_card_0000000'. These can be looked up from the user or order details.
     """
     order = _lookup.order(ctx, order_id)
+    order_id = order["order_id"]
     if order["status"] != "pending":
         raise ToolError("invalid_request", "Non-pending order cannot be modified")
     _count_check(ctx, order_id, item_ids, "{item_id} not found")
@@ -192,8 +195,12 @@ def modify_pending_order_items(
     method = _lookup.payment_method(ctx, order["user_id"], payment_method_id)
     if method["source"] == "gift_card" and method["balance"] < difference:
         raise ToolError("invalid_request", "Insufficient gift card balance to pay for the new item")
-    kind = "payment" if difference > 0 else "refund"
-    _lookup.add_payment(ctx, order_id, kind, abs(difference), payment_method_id)
+    payment = OrderPayment(
+        transaction_type="payment" if difference > 0 else "refund",
+        amount=abs(difference),
+        payment_method_id=payment_method_id,
+    )
+    _lookup.add_payment(ctx, order_id, payment.transaction_type, payment.amount, payment.payment_method_id)
     if method["source"] == "gift_card":
         _lookup.add_to_gift_card(ctx, method, -difference)
     options = (
@@ -204,7 +211,7 @@ def modify_pending_order_items(
         if last
         else []
     )
-    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=True):
+    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):  # as τ²: lengths checked before
         line = _lookup.first_line(ctx, order_id, item_id)  # after earlier swaps, as τ²'s search runs
         ctx.execute(
             "UPDATE order_items SET item_id = ?, price = ? WHERE order_id = ? AND line = ?",
@@ -221,7 +228,7 @@ def modify_pending_order_items(
     return _answer(ctx, order_id)
 
 
-@world.tool(writes=True)
+@tool(world, writes=True)
 def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method_id: str) -> dict:
     """Modify the payment method of a pending order. The agent needs to explain the modification detail and ask for explicit user confirmation (yes/no) to proceed.
 
@@ -230,6 +237,7 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
         payment_method_id: The payment method id to pay or receive refund for the item price difference, such as 'gift_card_0000000' or 'credit_card_0000000'. These can be looked up from the user or order details.
     """
     order = _lookup.order(ctx, order_id)
+    order_id = order["order_id"]
     if "pending" not in order["status"]:
         raise ToolError("invalid_request", "Non-pending order cannot be modified")
     method = _lookup.payment_method(ctx, order["user_id"], payment_method_id)
@@ -251,7 +259,7 @@ def modify_pending_order_payment(ctx: ToolContext, order_id: str, payment_method
     return _answer(ctx, order_id)
 
 
-@world.tool(writes=True)
+@tool(world, writes=True)
 def return_delivered_order_items(
     ctx: ToolContext, order_id: str, item_ids: list[str], payment_method_id: str
 ) -> dict:
@@ -268,6 +276,7 @@ def return_delivered_order_items(
             These can be looked up from the user or order details.
     """
     order = _lookup.order(ctx, order_id)
+    order_id = order["order_id"]
     if order["status"] != "delivered":
         raise ToolError("invalid_request", "Non-delivered order cannot be returned")
     method = _lookup.payment_method(ctx, order["user_id"], payment_method_id)

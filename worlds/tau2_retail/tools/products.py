@@ -1,25 +1,24 @@
 """Product tools: one product with its variants, and the catalogue of product types."""
 
-from atoll.worlds import ToolContext, ToolError
+from atoll.worlds import ToolContext
 
+from ...tau2_calls import tool
 from ..records import product_record
 from ..world import world
+from . import _lookup
 
 
-@world.tool(writes=False)
+@tool(world, writes=False)
 def get_product_details(ctx: ToolContext, product_id: str) -> dict:
     """Get the inventory details of a product.
 
     Args:
         product_id: The product id, such as '6086499569'. Be careful the product id is different from the item id.
     """
-    product = product_record(ctx.rows, product_id)
-    if product is None:
-        raise ToolError("not_found", "Product not found")
-    return product
+    return product_record(ctx.rows, _lookup.product(ctx, product_id)["product_id"])
 
 
-@world.tool(writes=False)
+@tool(world, writes=False)
 def list_all_product_types(ctx: ToolContext) -> dict:
     """List the name and product id of all product types.
 
