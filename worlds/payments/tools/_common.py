@@ -169,6 +169,21 @@ def load(ctx: ToolContext, object_id: str, param: str = "id") -> dict[str, Any]:
     return _LOADERS[prefix](ctx, object_id)
 
 
+Includer = Callable[[ToolContext, dict[str, Any]], Any]
+_INCLUDES: dict[tuple[str, str], Includer] = {}
+
+
+def includes(kind: str, name: str) -> Callable[[Includer], Includer]:
+    """Register a field that Stripe leaves out of a `kind` object unless `expand[]` names it (a charge's
+    `refunds`, a customer's `subscriptions`): serialized as null, filled in by `includer` when expanded."""
+
+    def register(includer: Includer) -> Includer:
+        _INCLUDES[(kind, name)] = includer
+        return includer
+
+    return register
+
+
 def expanded(ctx: ToolContext, value: dict[str, Any], paths: Expand | None) -> dict[str, Any]:
     """`value` with each `expand[]` path (`latest_charge`, `data.customer`, `invoice.subscription`) replaced
     by the object its id names; a path that names no id is Stripe's 400."""
@@ -193,7 +208,12 @@ def _expand(ctx: ToolContext, value: dict[str, Any], parts: list[str], path: str
         return
     if head not in value:
         raise error(400, f"This property cannot be expanded ({path}).", param="expand")
+    includer = _INCLUDES.get((value.get("object", ""), head))
+    if includer is not None and value[head] is None:
+        value[head] = includer(ctx, value)
     target = value[head]
+    if target is None:  # nothing to expand here (a manual invoice's `parent`), as Stripe skips it
+        return
     if isinstance(target, str):
         target = value[head] = load(ctx, target, "expand")
     if rest:
@@ -380,7 +400,8 @@ def _condition(
         return f"instr(lower({target}), lower(?)) > 0", [*prefix, value]
     if operator != ":":
         raise error(400, f"`{found['field']}` compares only with `:` or `~` (`{clause}`).", param="query")
-    return f"{target} = ? COLLATE NOCASE", [*prefix, value]
+    # lower() rather than COLLATE NOCASE: SQLite 3.40 drops rows from an OR of NOCASE terms on an indexed column.
+    return f"lower({target}) = lower(?)", [*prefix, value]
 
 
 def searched(

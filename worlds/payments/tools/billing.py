@@ -352,8 +352,9 @@ def finalize(ctx: ToolContext, invoice_id: str) -> dict[str, Any]:
 
 
 def payment_method_for(ctx: ToolContext, invoice: dict[str, Any], given: str | None) -> dict[str, Any]:
-    """The card an invoice charges: the one given, else its subscription's default, else its customer's."""
-    method_id = given
+    """The card an invoice charges: the one given, else the invoice's default, else its subscription's, else
+    its customer's."""
+    method_id = given or invoice["default_payment_method"]
     if method_id is None and invoice["subscription"]:
         method_id = ctx.one(
             "SELECT default_payment_method AS m FROM subscriptions WHERE id = ?", (invoice["subscription"],)
@@ -422,6 +423,7 @@ def create_invoice(
     auto_advance: bool = False,
     pending_invoice_items_behavior: Literal["exclude", "include"] = "exclude",
     subscription: str | None = None,
+    default_payment_method: str | None = None,
     metadata: c.Metadata | None = None,
     expand: c.Expand | None = None,
 ) -> dict:
@@ -435,10 +437,22 @@ def create_invoice(
         auto_advance: Accepted; this world never finalizes on its own.
         pending_invoice_items_behavior: `include` pulls in the customer's pending invoice items.
         subscription: With `include`, only that subscription's pending items.
+        default_payment_method: The customer's card that pays this invoice, before the subscription's
+            and the customer's defaults.
         metadata: Your key-value pairs.
         expand: Fields to expand.
     """
     owner = c.live_customer(ctx, customer)
+    method = None
+    if default_payment_method is not None:
+        method = methods.resolve(ctx, default_payment_method, "default_payment_method")
+        if method["customer"] != owner["id"]:
+            raise c.error(
+                400,
+                f"The payment method {method['id']} must be attached to {owner['id']} to pay its invoices.",
+                param="default_payment_method",
+                code="resource_missing",
+            )
     invoice_id = new_invoice(
         ctx,
         owner["id"],
@@ -450,6 +464,8 @@ def create_invoice(
         auto_advance=auto_advance,
         metadata=metadata,
     )
+    if method is not None:
+        ctx.execute("UPDATE invoices SET default_payment_method = ? WHERE id = ?", (method["id"], invoice_id))
     if pending_invoice_items_behavior == "include":
         where, args = c.filters(customer=owner["id"], subscription=subscription)
         ctx.execute(
@@ -580,6 +596,7 @@ def list_invoices(
     customer: str | None = None,
     subscription: str | None = None,
     status: Literal["draft", "open", "paid", "uncollectible", "void"] | None = None,
+    created: c.Created | None = None,
     limit: c.Limit = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
@@ -591,12 +608,13 @@ def list_invoices(
         customer: Only this customer's, `cus_…`.
         subscription: Only this subscription's, `sub_…`.
         status: Only invoices in this status.
+        created: Only those created at this Unix time, or within `gt`, `gte`, `lt`, `lte` bounds.
         limit: How many to return, 1 to 100.
         starting_after: An invoice id: the page after it.
         ending_before: An invoice id: the page before it.
         expand: Fields to expand.
     """
-    where, args = c.filters(customer=customer, subscription=subscription, status=status)
+    where, args = c.filters(created, customer=customer, subscription=subscription, status=status)
     return c.listed(
         ctx,
         "invoices",
@@ -731,6 +749,7 @@ def list_invoice_items(
     customer: str | None = None,
     invoice: str | None = None,
     pending: bool | None = None,
+    created: c.Created | None = None,
     limit: c.Limit = 10,
     starting_after: str | None = None,
     ending_before: str | None = None,
@@ -741,11 +760,12 @@ def list_invoice_items(
         customer: Only this customer's, `cus_…`.
         invoice: Only this invoice's, `in_…`.
         pending: Only items on no invoice yet (true) or on one (false).
+        created: Only those created at this Unix time, or within `gt`, `gte`, `lt`, `lte` bounds.
         limit: How many to return, 1 to 100.
         starting_after: An invoice item id: the page after it.
         ending_before: An invoice item id: the page before it.
     """
-    where, args = c.filters(customer=customer, invoice=invoice)
+    where, args = c.filters(created, customer=customer, invoice=invoice)
     if pending is not None:
         where += " AND invoice IS NULL" if pending else " AND invoice IS NOT NULL"
     return c.listed(

@@ -70,6 +70,25 @@ def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
     return f.shaped(f.CUSTOMER, modelled)
 
 
+def _empty_list(url: str) -> dict[str, Any]:
+    return {"object": "list", "data": [], "has_more": False, "url": url}
+
+
+# What `expand[]` fills in on a customer besides `subscriptions` (subscriptions.py): no legacy sources, no
+# tax ids, no credit balance, no tax location.
+c.includes("customer", "sources")(lambda ctx, cus: _empty_list(f"/v1/customers/{cus['id']}/sources"))
+c.includes("customer", "tax_ids")(lambda ctx, cus: _empty_list(f"/v1/customers/{cus['id']}/tax_ids"))
+c.includes("customer", "invoice_credit_balance")(lambda ctx, cus: {})
+c.includes("customer", "tax")(
+    lambda ctx, cus: {
+        "automatic_tax": "not_collecting",
+        "ip_address": None,
+        "location": None,
+        "provider": "stripe",
+    }
+)
+
+
 def _default_method(ctx: ToolContext, customer_id: str, settings: InvoiceSettings | None) -> str | None:
     if settings is None or settings.default_payment_method is None:
         return None

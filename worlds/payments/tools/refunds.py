@@ -41,6 +41,20 @@ def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
     return f.shaped(f.REFUND, modelled)
 
 
+@c.includes("charge", "refunds")
+def charge_refunds(ctx: ToolContext, charge: dict[str, Any]) -> dict[str, Any]:
+    """`expand[]=refunds` on a charge: its refunds, newest first."""
+    return c.listed(
+        ctx,
+        "refunds",
+        f"/v1/charges/{charge['id']}/refunds",
+        serialize,
+        where="charge = ?",
+        args=(charge["id"],),
+        limit=100,
+    )
+
+
 def _charge_of(ctx: ToolContext, charge: str | None, payment_intent: str | None) -> dict[str, Any]:
     if (charge is None) == (payment_intent is None):
         raise c.error(

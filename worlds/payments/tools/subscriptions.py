@@ -142,6 +142,20 @@ def serialize(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
     return f.shaped(f.SUBSCRIPTION, modelled)
 
 
+@c.includes("customer", "subscriptions")
+def customer_subscriptions(ctx: ToolContext, customer: dict[str, Any]) -> dict[str, Any]:
+    """`expand[]=subscriptions` on a customer: those not canceled, newest first."""
+    return c.listed(
+        ctx,
+        "subscriptions",
+        f"/v1/customers/{customer['id']}/subscriptions",
+        serialize,
+        where="customer = ? AND status != 'canceled'",
+        args=(customer["id"],),
+        limit=100,
+    )
+
+
 def period_after(start: datetime, interval: str, count: int) -> datetime:
     """The end of a billing period: `count` intervals after `start`, a month end clamped as Stripe does."""
     if interval == "day":
