@@ -20,14 +20,20 @@ from starlette.routing import Route
 from atoll.evals import RunStore
 from atoll.harnesses.models import Model
 from atoll.worlds import World
-from atoll.worlds.serve import ResetRequest, check_bind, check_token, create_app
+from atoll.worlds.serve import (
+    ResetRequest,
+    check_bind,
+    check_token,
+    connection_limits,
+    create_app,
+    guarded_protocol,
+)
 
 from ._console_api import console_router
 from ._endpoint import RECORD_HEADER, HarnessEndpoint
 from ._feedback_api import records_router
 from ._jobs import Jobs
 from ._jobs_api import jobs_router
-from ._protocol import guarded_protocol
 from ._recipe_loop import RecipeLoop, load_recipe
 from ._records import RecordPolicy, RecordStore, load_record_policy
 from ._releases import ReleaseChain
@@ -194,10 +200,10 @@ def run_service(
 
     check_bind(host, token)
     check_token(token)
-    in_flight = options.get("max_in_flight", 64) + options.get("max_sessions", 256)
-    limit = in_flight + 64
-    # Connections still sending their headers may hold a quarter of the capacity, never all of it.
-    max_waiting = max(16, limit // 4)
+    # Connections still sending a request may hold a quarter of the capacity, never all of it.
+    limit, max_waiting = connection_limits(
+        options.get("max_in_flight", 64) + options.get("max_sessions", 256)
+    )
     served = {
         "host": host,
         "port": port,

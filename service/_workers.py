@@ -16,8 +16,7 @@ from fastapi import FastAPI
 from uvicorn.supervisors import Multiprocess
 
 from atoll.evals import RunStore
-
-from ._protocol import guarded_protocol
+from atoll.worlds.serve import guarded_protocol
 
 # uvicorn's supervisor kills a worker that has not answered its health check in this long, and one that has
 # not started answering yet counts: a spawned worker imports Atoll first (seconds on a loaded machine), so

@@ -18,8 +18,7 @@ from typer.testing import CliRunner
 from atoll.cli import app as cli_app
 from atoll.evals import RunStore
 from atoll.service import create_service_app
-from atoll.service._protocol import guarded_protocol
-from atoll.worlds.serve import Guard, check_bind
+from atoll.worlds.serve import Guard, check_bind, guarded_protocol
 
 TOKEN = "s3cret"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -165,3 +164,63 @@ def test_a_body_that_trickles_is_cut_with_a_408(serve) -> None:
             reply = sock.recv(4096).decode()
     assert re.match(r"HTTP/1.1 408", reply), reply
     assert "request_timeout" in reply
+
+
+def test_the_worlds_server_runs_under_the_same_guarded_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    from atoll.worlds.serve import run_mcp, run_server
+
+    given: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: given.append(options))
+    run_server(worlds=["helpdesk"], max_sessions=20)
+    run_mcp("helpdesk", "small_shop", http=True, max_sessions=20)
+    assert [options["http"].__name__ for options in given] == ["GuardedProtocol"] * 2
+    assert [options["limit_concurrency"] for options in given] == [84] * 2
+
+
+def trickling_bodies(url: str, count: int) -> list[socket.socket]:
+    """`count` connections whose headers came whole and whose body trickles, no token needed."""
+    port = int(url.rsplit(":", 1)[1])
+    sockets = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b"POST /feedback HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
+        sockets.append(sock)
+        time.sleep(0.01)  # one at a time, each parsed before the next: not a burst the guard thins out
+    return sockets
+
+
+def test_clients_trickling_their_bodies_cannot_take_every_connection(store: RunStore, serve) -> None:
+    app = create_service_app(worlds=["helpdesk"], store=store)
+    protocol = guarded_protocol(max_waiting=8, header_timeout_s=30)
+    with serve(app, http=protocol, limit_concurrency=24) as url:
+        slow = trickling_bodies(url, 40)
+        try:
+            time.sleep(0.3)  # the server has taken them all
+            answers = [httpx.get(f"{url}/health").status_code for _ in range(10)]
+        finally:
+            for sock in slow:
+                sock.close()
+    assert answers == [200] * 10
+
+
+def test_a_burst_of_silent_connections_does_not_drop_a_client_halfway_through_its_headers(
+    store: RunStore, serve
+) -> None:
+    app = create_service_app(worlds=["helpdesk"], store=store)
+    with serve(app, http=guarded_protocol(max_waiting=8, header_timeout_s=30)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as real:
+            real.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n")
+            time.sleep(0.3)
+            burst = [socket.create_connection(("127.0.0.1", port)) for _ in range(30)]
+            time.sleep(0.3)
+            try:
+                real.sendall(b"\r\n")
+                real.settimeout(5)
+                reply = real.recv(4096)
+            finally:
+                for sock in burst:
+                    sock.close()
+    assert reply.startswith(b"HTTP/1.1 200"), reply

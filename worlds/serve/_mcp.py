@@ -31,6 +31,7 @@ from atoll.worlds import Clock, UnknownFixture, World, get_world
 
 from ._auth import DEFAULT_MAX_BODY_BYTES, Guard, check_bind
 from ._catalog import WorldCatalog
+from ._http import connection_limits, guarded_protocol
 from ._sessions import ResetRequest, Session, SessionLimitReached, SessionManager, UnknownSession
 
 SESSION_HEADER = "mcp-session-id"
@@ -279,7 +280,15 @@ def run_mcp(
     import uvicorn
 
     app = create_mcp_http_app(world, fixture, host=host, token=token, **limits)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, limit_concurrency=max_sessions + 64)
+    limit, max_waiting = connection_limits(max_sessions)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        limit_concurrency=limit,
+        http=guarded_protocol(max_waiting=max_waiting),
+    )
 
 
 async def _serve_stdio(server: Server[Any]) -> None:

@@ -27,6 +27,7 @@ from atoll.worlds import Instance, World, WorldError
 from . import _protocol as wire
 from ._auth import DEFAULT_MAX_BODY_BYTES, Guard, check_bind
 from ._catalog import WorldCatalog
+from ._http import connection_limits, guarded_protocol
 from ._rest import rest_router
 from ._sessions import NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager, UnknownSession
 
@@ -154,6 +155,7 @@ def run_server(
         token=token,
         max_message_bytes=max_message_bytes,
     )
+    limit, max_waiting = connection_limits(max_sessions)
     uvicorn.run(
         app,
         host=host,
@@ -161,7 +163,8 @@ def run_server(
         log_level=log_level,
         # Frames a little over the limit get an error reply; far over it, the socket is closed.
         ws_max_size=4 * max_message_bytes,
-        limit_concurrency=max_sessions + 64,
+        limit_concurrency=limit,
+        http=guarded_protocol(max_waiting=max_waiting),  # the header deadline and slow clients' share
     )
 
 
