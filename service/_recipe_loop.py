@@ -26,6 +26,7 @@ import importlib.util
 import logging
 import sys
 from datetime import UTC, datetime
+from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -169,7 +170,7 @@ def _binds(module_name: str, name: str) -> bool | None:
     `if` or `try` too), read without running the module; None when that cannot be told (no source, a `*`
     import, a module `__getattr__`): importing decides."""
     try:
-        spec = importlib.util.find_spec(module_name)
+        spec = _spec_unimported(module_name)
         source = spec.loader.get_source(module_name) if spec and spec.loader else None  # type: ignore[attr-defined]
         tree = ast.parse(source) if source is not None else None
     except (ImportError, ValueError, AttributeError, SyntaxError):
@@ -192,6 +193,29 @@ def _binds(module_name: str, name: str) -> bool | None:
             bound.add(node.id)
         todo.extend(ast.iter_child_nodes(node))
     return None if "__getattr__" in bound else name in bound
+
+
+def _spec_unimported(module_name: str) -> ModuleSpec | None:
+    """The module's spec, found without running any code: `importlib.util.find_spec("pkg.sub")` imports
+    `pkg` first (its `__init__.py` runs), so each parent is found by its own spec, its search locations
+    passed down, unless it was imported already. None when some part cannot be found so."""
+    parent: ModuleSpec | None = None
+    spec: ModuleSpec | None = None
+    parts = module_name.split(".")
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        loaded = sys.modules.get(name)
+        if loaded is not None and getattr(loaded, "__spec__", None) is not None:
+            spec = loaded.__spec__
+        elif parent is None:
+            spec = importlib.util.find_spec(name)  # a top-level name: nothing to import first
+        else:
+            locations = parent.submodule_search_locations
+            spec = PathFinder.find_spec(name, list(locations)) if locations is not None else None
+        if spec is None:
+            return None
+        parent = spec
+    return spec
 
 
 class RecipeLoop:

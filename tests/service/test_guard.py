@@ -64,6 +64,26 @@ def test_refusals_come_in_the_openai_error_shape(store: RunStore, serve) -> None
     assert too_large.status_code == 413 and too_large.json()["error"]["code"] == "request_too_large"
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("GET", "/no/such/route", 404, "not_found"),
+        ("DELETE", "/health", 405, "method_not_allowed"),
+        ("GET", "/api/runs/x/episodes/t1/not-a-seed", 400, "invalid_request"),
+        ("PUT", "/rest/payments/k1", 400, "invalid_request"),
+    ],
+)
+def test_fastapis_own_refusals_come_in_the_openai_error_shape(
+    store: RunStore, serve, method: str, path: str, status: int, code: str
+) -> None:
+    with serve(create_service_app(worlds=["helpdesk", "payments"], store=store)) as url:
+        reply = httpx.request(method, f"{url}{path}", json=[1] if method == "PUT" else None)
+    assert reply.status_code == status, reply.text
+    body = reply.json()
+    assert "detail" not in body and body["error"]["code"] == code and body["error"]["message"]
+    assert body["error"]["type"] == "invalid_request_error"
+
+
 def test_no_page_can_be_framed_by_another_site(store: RunStore, serve) -> None:
     with serve(create_service_app(worlds=["helpdesk"], store=store)) as url:
         for path in ("/console/", "/", "/health"):

@@ -685,6 +685,22 @@ def test_a_recipe_naming_a_class_its_module_lacks_is_refused_before_the_module_r
     assert capsys.readouterr().out == "", "neither module was run"
 
 
+def test_a_recipe_in_a_package_naming_a_missing_class_runs_none_of_the_package(
+    tmp_path: Path, forget_new_modules, capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = tmp_path / "loud_pkg" / "sub"
+    package.mkdir(parents=True)
+    (tmp_path / "loud_pkg" / "__init__.py").write_text("print('the package ran')\n")
+    (package / "__init__.py").write_text("print('the subpackage ran')\n")
+    (package / "recipes.py").write_text("print('the module ran')\nclass Other:\n    pass\n")
+    path = tmp_path / "loud.yaml"
+    for name in ("loud_pkg.sub:Missing", "loud_pkg.sub.recipes:Missing"):
+        path.write_text(f"recipe: {name}\n")
+        with pytest.raises(RecipeError, match="has no pydantic model class 'Missing'"):
+            load_recipe(path)
+    assert capsys.readouterr().out == "", "no __init__.py of the package was run"
+
+
 def test_a_recipe_class_of_your_own_is_imported_from_beside_its_file(
     tmp_path: Path, forget_new_modules
 ) -> None:

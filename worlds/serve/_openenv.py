@@ -27,6 +27,7 @@ from atoll.worlds import Instance, World, WorldError
 from . import _protocol as wire
 from ._auth import DEFAULT_MAX_BODY_BYTES, Guard, check_bind
 from ._catalog import WorldCatalog
+from ._errors import answer_errors_in_shape
 from ._http import connection_limits, guarded_protocol
 from ._rest import rest_router
 from ._sessions import NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager, UnknownSession
@@ -81,6 +82,7 @@ def create_app(
     app = FastAPI(title="Atoll worlds", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.sessions = manager
     app.add_middleware(Guard, token=token, max_body_bytes=max_message_bytes)
+    answer_errors_in_shape(app)
     conversation = _Conversation(manager, max_message_bytes)
     app.include_router(rest_router(manager))  # /rest/{world}/{key}/…: the worlds' HTTP operations
 
