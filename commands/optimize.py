@@ -144,7 +144,7 @@ def run(
         optimize,
         run_power,
     )
-    from atoll.views.optimize import event_line, render_optimize_result, render_status
+    from atoll.views.optimize import event_line, print_optimize_result, render_status
     from atoll.views.suite_check import power_warning
 
     try:  # the options are the config's fields, spelt flat (`OptimizeConfig.from_options`)
@@ -182,7 +182,7 @@ def run(
         except KeyboardInterrupt:
             resume_with = f"; resume with: optimize run {harness} --resume {run_ids[0]}" if run_ids else ""
             fail(f"interrupted{resume_with}", code=130)
-    out.print(render_optimize_result(result))
+    print_optimize_result(out, result)  # tables on a terminal, plain lines in a log
 
 
 def diff(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
@@ -68,24 +68,96 @@ def event_line(event: OptimizerEvent) -> str | None:
     return None
 
 
-def render_optimize_result(result: OptimizeResult, *, show_patch: bool = True) -> RenderableType:
-    """The closing summary: the verdict in one line, the trajectory, every decision, the final diff."""
-    improved = result.final_hash != result.start_hash
-    headline = (
-        Text(
-            f"Improved: {len(result.accepted)} variant(s) accepted"
-            + (
-                " and committed."
-                if all(s.commit != "uncommitted" for s in result.accepted)
-                else " (files written, not committed)."
-            ),
-            style="bold green",
+def print_optimize_result(console: Console, result: OptimizeResult, *, show_patch: bool = True) -> None:
+    """Print the closing summary: as tables on a terminal; for a log (stdout piped, a CI log, `| tee`),
+    as plain lines, one per proposal with its whole rationale, never wrapped or cut to a width that a
+    log does not have (rich takes 80 columns there, and the table's rationale column shrank to 12)."""
+    if console.is_terminal:
+        console.print(render_optimize_result(result, show_patch=show_patch))
+        return
+    for line in optimize_result_lines(result, show_patch=show_patch):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+def optimize_result_lines(result: OptimizeResult, *, show_patch: bool = True) -> list[Text]:
+    """The closing summary for a log: the verdict, the scores, each proposal (its figures on one line, its
+    rationale and why it was not kept on the next ones, whole), the final diff, the spend."""
+    spending = result.objective != "quality"
+    lines = [_headline(result), Text("Scores (mean over tasks):", style="bold")]
+    rows = [
+        ("val (gate)", result.val_start, result.val_final, result.val_spend_start, result.val_spend_final)
+    ]
+    if result.test_start is not None:
+        rows.append(
+            (
+                "test (reported, never used to decide)",
+                result.test_start,
+                result.test_final,
+                result.test_spend_start,
+                result.test_spend_final,
+            )
         )
-        if improved
-        else Text(
+    for split, start, final, spend_start, spend_final in rows:
+        spend = (
+            f" · {result.objective} per episode {_spend(spend_start) or '–'} → {_spend(spend_final) or '–'}"
+            if spending
+            else ""
+        )
+        lines.append(Text(f"  {split}: {_score(start)} → {_score(final)}{spend}"))
+    lines.append(Text(f"Proposals ({len(result.steps)}):", style="bold"))
+    for step in result.steps:
+        figures = [step.operator, step.verdict]
+        if step.candidate_score is not None:
+            figures.append(f"{_score(step.incumbent_score)} → {_score(step.candidate_score)}")
+        if spending and step.candidate_spend is not None:
+            figures.append(f"{result.objective} {_spend_change(step)}")
+        if step.p_value is not None:
+            figures.append(f"p {step.p_value:.3g}")
+        if step.lower_bound is not None:
+            figures.append(f"lower bound {step.lower_bound:+.3f}")
+        if step.commit:
+            figures.append(f"commit {step.commit[:10]}")
+        style = {"accept": "green", "reject": "red", "void": "magenta"}.get(step.verdict, "")
+        lines.append(Text(f"  {step.iteration + 1}. " + " · ".join(figures), style=style))
+        for part in step.rationale.strip().splitlines():
+            if part.strip():
+                lines.append(Text(f"     {part.strip()}", style="dim"))
+        if not step.commit:
+            lines.extend(Text(f"     why not: {reason}", style="dim") for reason in step.reasons)
+    if result.final_hash != result.start_hash and show_patch and result.final_patch:
+        lines.append(Text("Final harness vs start:", style="bold"))
+        lines.extend(Text(line) for line in result.final_patch.rstrip("\n").splitlines())
+    lines.append(_footer(result))
+    return lines
+
+
+def _headline(result: OptimizeResult) -> Text:
+    if result.final_hash == result.start_hash:
+        return Text(
             "No variant beat the incumbent with confidence; the harness is unchanged.", style="bold yellow"
         )
+    committed = all(s.commit != "uncommitted" for s in result.accepted)
+    return Text(
+        f"Improved: {len(result.accepted)} variant(s) accepted"
+        + (" and committed." if committed else " (files written, not committed)."),
+        style="bold green",
     )
+
+
+def _footer(result: OptimizeResult) -> Text:
+    return Text(
+        f"Stopped: {result.stop_reason}. {result.episodes} episodes, {result.usage.model_calls} model calls, "
+        f"{result.usage.total_tokens:,} tokens, ${result.usage.cost_usd:.4f}, {_elapsed(result.elapsed_s)}. "
+        f"Run {result.run_id}.",
+        style="dim",
+    )
+
+
+def render_optimize_result(result: OptimizeResult, *, show_patch: bool = True) -> RenderableType:
+    """The closing summary on a terminal: the verdict in one line, the trajectory, every decision, the final
+    diff (`print_optimize_result` prints it, or its log form where there is no terminal)."""
+    improved = result.final_hash != result.start_hash
+    headline = _headline(result)
     spending = result.objective != "quality"
     columns = ["split", "start", "final"] + (
         [f"{result.objective} start", f"{result.objective} final"] if spending else []
@@ -131,12 +203,7 @@ def render_optimize_result(result: OptimizeResult, *, show_patch: bool = True) -
             step.rationale[:60]
             + (f" · why not: {_tail(step.reasons[0])}" if step.reasons and not step.commit else ""),
         )
-    footer = Text(
-        f"Stopped: {result.stop_reason}. {result.episodes} episodes, {result.usage.model_calls} model calls, "
-        f"{result.usage.total_tokens:,} tokens, ${result.usage.cost_usd:.4f}, {_elapsed(result.elapsed_s)}. "
-        f"Run {result.run_id}.",
-        style="dim",
-    )
+    footer = _footer(result)
     parts: list[RenderableType] = [headline, scores, steps]
     if improved and show_patch and result.final_patch:
         parts.append(
