@@ -52,6 +52,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import from_json
 
 from atoll.evals import RunStore
 from atoll.worlds import PROJECT_FILE, TIMESTAMP_FORMAT, AtollError, ProjectError, find_project
@@ -323,8 +324,8 @@ def _text(content: Any) -> Any:
 def _arguments(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
-            return json.loads(arguments)  # a client may re-serialise them with other spacing
-        except ValueError:
+            return from_json(arguments)  # a client may re-serialise them with other spacing
+        except ValueError:  # not JSON, or nested past the parser's depth
             return arguments
     return arguments
 

@@ -8,7 +8,6 @@ refuses in val or test: an unchecked expectation never decides what the optimize
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -19,6 +18,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel
+from pydantic_core import from_json
 
 from atoll.evals import MAX_SEED, Suite, SuiteError, load_suite
 
@@ -78,8 +78,8 @@ def _context(record: Record) -> dict[str, Any]:
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = from_json(value)
+        except ValueError:  # not JSON, or nested past the parser's depth
             raise _Skip("metadata.atoll_context is not JSON") from None
     if not isinstance(value, dict):
         raise _Skip("metadata.atoll_context is not a JSON object")

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import from_json
 
 from atoll.evals import MAX_SEED
 from atoll.harnesses import StepAnswer
@@ -52,6 +53,15 @@ class ChatRequest(BaseModel):
         for i, message in enumerate(messages):
             if not isinstance(message.get("role"), str):
                 raise ValueError(f"messages[{i}] has no role")
+            calls = message.get("tool_calls")
+            for j, call in enumerate(calls if isinstance(calls, list) else []):
+                function = call.get("function") if isinstance(call, dict) else None
+                arguments = function.get("arguments") if isinstance(function, dict) else None
+                if isinstance(arguments, str) and _too_deep(arguments):
+                    raise ValueError(
+                        f"messages[{i}].tool_calls[{j}].function.arguments: JSON nested deeper than any "
+                        "tool takes"
+                    )
         return messages
 
     @field_validator("metadata")
@@ -86,10 +96,10 @@ class ChatRequest(BaseModel):
         if value is None:
             return {}
         if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as error:
-                raise RequestError(f"metadata.atoll_context: not JSON ({error.msg})") from None
+            try:  # pydantic's parser bounds the depth: JSON text nested past it is refused, not a crash
+                value = from_json(value)
+            except ValueError as error:
+                raise RequestError(f"metadata.atoll_context: not JSON ({error})") from None
         if not isinstance(value, dict):
             raise RequestError("metadata.atoll_context: must be a JSON object")
         return value
@@ -104,6 +114,16 @@ class ChatRequest(BaseModel):
                 raise RequestError(f"header {error}") from None
         named = (self.metadata or {}).get("atoll_session")
         return str(named) if named not in (None, "") else None
+
+
+def _too_deep(text: str) -> bool:
+    """Whether JSON text nests past pydantic's parser's depth (about 200): the harness reads a resent tool
+    call's arguments with Python's recursive parser, which such text crashes."""
+    try:
+        from_json(text)
+    except ValueError as error:
+        return "recursion limit" in str(error)
+    return False
 
 
 _SESSION_ID = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,198}[\x21-\x7e])?")

@@ -435,6 +435,48 @@ def ask(url: str, **body: Any) -> httpx.Response:
     )
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model": "desk", "messages": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        json.dumps(
+            {
+                "model": "desk",
+                "messages": [{"role": "user", "content": "Hi"}],
+                "metadata": {"atoll_context": "[" * 2000 + "]" * 2000},
+            }
+        ).encode(),
+        json.dumps(
+            {
+                "model": "desk",
+                "messages": [
+                    {"role": "user", "content": "Hi"},
+                    {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "get_order", "arguments": "[" * 5000 + "]" * 5000},
+                            }
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": "c1", "content": "{}"},
+                ],
+            }
+        ).encode(),
+    ],
+    ids=["body 5000 deep", "atoll_context 2000 deep", "tool arguments 5000 deep"],
+)
+def test_input_nested_past_any_parsers_depth_is_answered_never_a_500(service, body: bytes) -> None:
+    url, _ = service
+    reply = httpx.post(
+        f"{url}/v1/chat/completions", content=body, headers={"content-type": "application/json"}
+    )
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["code"] == "invalid_request"
+
+
 @pytest.mark.parametrize("session", ["セッション", "a\r\nx-evil: 1", "a\x00b", "x" * 201, ["a"], True])
 def test_a_session_id_no_header_can_carry_is_a_400_before_the_model_is_paid(service, session: Any) -> None:
     url, model = service

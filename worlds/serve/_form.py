@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 _KEY = re.compile(r"^([^\[\]]+)((?:\[[^\[\]]*\])*)$")
+MAX_DEPTH = 16  # brackets in one name: Stripe's deepest (items[0][price_data][recurring][interval]) is 4
 _PART = re.compile(r"\[([^\[\]]*)\]")
 
 
@@ -34,6 +35,10 @@ def decode(encoded: str) -> dict[str, Any]:
                 key, f"Invalid parameter name: {key!r} (brackets must pair, as in items[0][price])."
             )
         path = [match.group(1), *_PART.findall(match.group(2))]
+        if len(path) > MAX_DEPTH + 1:
+            raise FormError(
+                key[:100], f"Invalid parameter name: {key[:100]!r}…: at most {MAX_DEPTH} levels of brackets."
+            )
         _place(tree, path, value, key)
     return _listed(tree)
 

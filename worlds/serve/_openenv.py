@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from atoll.worlds import Instance, World, WorldError
 
@@ -260,8 +261,8 @@ class _Conversation:
                 f"message is {size} bytes; this server accepts at most {self.max_message_bytes}",
             )
         try:
-            payload = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            payload = from_json(raw)  # depth-bounded: a frame nested past it is refused, not a crash
+        except ValueError as error:
             raise _Refused("INVALID_JSON", f"Invalid JSON: {error}") from None
         if not isinstance(payload, dict):
             raise _Refused("VALIDATION_ERROR", 'a message is a JSON object, like {"type": "state"}')
@@ -328,8 +329,8 @@ _PARSE_ERROR, _INVALID_REQUEST, _METHOD_NOT_FOUND, _INVALID_PARAMS, _SERVER_ERRO
 async def _jsonrpc(body: bytes, manager: SessionManager, conversation: _Conversation) -> dict[str, Any]:
     """OpenEnv's `/mcp`: `openenv/session/create|close`, `tools/list` and `tools/call` as JSON-RPC 2.0."""
     try:
-        request = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        request = from_json(body)  # depth-bounded: a body nested past it is refused, not a crash
+    except ValueError as error:
         return _rpc_error(None, _PARSE_ERROR, f"Parse error: {error}")
     if (
         not isinstance(request, dict)

@@ -23,6 +23,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import from_json
 
 from atoll.worlds import Operation, ToolFailure, World, WorldError
 
@@ -288,8 +289,8 @@ async def _parameters(request: Request, operation: Operation, path_values: dict[
 
 def _json_body(raw: bytes) -> dict[str, Any]:
     try:
-        given = json.loads(raw or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        given = from_json(raw or b"{}")  # depth-bounded: a body nested past it is refused, not a crash
+    except ValueError as error:
         raise RestError(400, f"The request body is not valid JSON: {error}") from None
     if not isinstance(given, dict):
         raise RestError(400, "A JSON request body must be an object of parameters.")
