@@ -75,7 +75,12 @@ def sort_key(key: Row) -> tuple:
     return tuple((value is not None, not isinstance(value, int | float), value) for value in key.values())
 
 
+def _typed(value: Any) -> tuple[type, Any]:
+    return type(value), value
+
+
 def changed_columns(before: Row, after: Row) -> tuple[Row, Row]:
-    """The columns whose values differ, as (before, after) dicts."""
-    names = [name for name in after if before.get(name) != after.get(name)]
+    """The columns whose values differ, as (before, after) dicts; a value that changed type changed (1 to
+    1.0 or "1" in an untyped column: the τ² worlds store what an agent gave, as τ²'s state does)."""
+    names = [name for name in after if _typed(before.get(name)) != _typed(after.get(name))]
     return {n: before.get(n) for n in names}, {n: after.get(n) for n in names}

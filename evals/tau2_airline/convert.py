@@ -17,9 +17,10 @@ VAL_TASKS = 12
 
 
 def state_graders(reference: list[dict]) -> list[str]:
-    """Tasks that book two or more reservations also check which id holds which (see graders.py)."""
+    """Every task with a reference compares stored types; tasks that book two or more reservations also
+    check which id holds which (see graders.py)."""
     bookings = sum("book_reservation" in step for step in reference)
-    return ["reservations_as_reference"] if bookings >= 2 else []
+    return ["stored_as_reference"] * bool(reference) + ["reservations_as_reference"] * (bookings >= 2)
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
-"""The airline suite's Python graders: τ²'s COMMUNICATE check (shared with the retail suite), and the
-part of τ²'s DB check that Atoll's reference check leaves out on purpose.
+"""The airline suite's Python graders: τ²'s COMMUNICATE check and its typed comparison (shared with the
+retail suite), and the part of τ²'s DB check that Atoll's reference check leaves out on purpose.
 
 Atoll's `matches_reference` treats the ids of new rows as interchangeable (an agent does not choose
 them). τ² names new reservations HATHAT, HATHAU, HATHAV in booking order and compares its databases
@@ -11,12 +11,12 @@ import json
 from functools import cache
 
 from atoll.evals import Check, grader
-from atoll.evals.tau2_retail.graders import communicates
+from atoll.evals.tau2_retail.graders import communicates, stored_as_reference
 from atoll.worlds import get_world
 
 NEW_TABLES = ("reservations", "reservation_flights", "reservation_passengers", "reservation_payments")
 
-__all__ = ["communicates", "reservations_as_reference"]
+__all__ = ["communicates", "reservations_as_reference", "stored_as_reference"]
 
 
 @cache

@@ -16,8 +16,13 @@ VAL_TASKS = 30
 """Drawn from τ²'s train split; see suite.yaml for why this many."""
 
 
+def state_graders(reference: list[dict]) -> list[str]:
+    """Every task with a reference compares stored types, as τ²'s hash does (see graders.py)."""
+    return ["stored_as_reference"] if reference else []
+
+
 def main() -> None:
-    for name, text in suite_files(get_world("tau2_retail"), "retail", VAL_TASKS).items():
+    for name, text in suite_files(get_world("tau2_retail"), "retail", VAL_TASKS, state_graders).items():
         (HERE / "tasks" / name).write_text(text, encoding="utf-8")
 
 
