@@ -8,10 +8,12 @@ the first call an agent makes.
 from __future__ import annotations
 
 import inspect
+import math
 import random
+import re
 import sqlite3
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -96,7 +98,17 @@ class Tool:
         if self.as_given:
             return self._bound(arguments)
         model = self.arguments.model_validate(arguments)
-        return {name: getattr(model, name) for name in self.arguments.model_fields}
+        values = {name: getattr(model, name) for name in self.arguments.model_fields}
+        problems = list(_out_of_range(values))
+        if problems:
+            raise ValidationError.from_exception_data(
+                f"{self.name}_arguments",
+                [
+                    {"type": "value_error", "loc": loc, "input": value, "ctx": {"error": ValueError(why)}}
+                    for loc, value, why in problems
+                ],
+            )
+        return values
 
     def _bound(self, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -110,6 +122,35 @@ class Tool:
 
     def renamed(self, name: str) -> Tool:
         return Tool(name, self.description, self.writes, self.function, self.arguments, self.as_given)
+
+
+SQLITE_INTEGERS = (-(2**63), 2**63 - 1)  # what a world's database can store: a larger int is an OverflowError
+
+
+def _out_of_range(values: dict[str, Any]) -> Iterator[tuple[tuple[str | int, ...], Any, str]]:
+    """Each value no world can store, wherever it is nested, with its location and why: an integer past
+    SQLite's 64 bits, a float that is infinite or NaN, text holding a lone surrogate (not UTF-8 encodable)."""
+    todo: list[tuple[tuple[str | int, ...], Any]] = [((name,), value) for name, value in values.items()]
+    while todo:
+        loc, value = todo.pop()
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) and not SQLITE_INTEGERS[0] <= value <= SQLITE_INTEGERS[1]:
+            yield loc, value, "an integer past the 64 bits a world stores (at most 9223372036854775807)"
+        elif isinstance(value, float) and not math.isfinite(value):
+            yield loc, value, "a finite number"
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            yield loc, value[:40], "text with a lone surrogate (\\ud800-\\udfff), which is no character"
+        elif isinstance(value, BaseModel):
+            todo += [((*loc, key), item) for key, item in vars(value).items()]
+        elif isinstance(value, dict):
+            todo += [((*loc, str(key)), key) for key in value if isinstance(key, str)]
+            todo += [((*loc, str(key)), item) for key, item in value.items()]
+        elif isinstance(value, list | tuple | set | frozenset):
+            todo += [((*loc, index), item) for index, item in enumerate(value)]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _strip_titles(schema: Any) -> Any:

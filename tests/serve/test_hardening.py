@@ -55,3 +55,48 @@ def test_mcp_and_websocket_frames_nested_5000_deep_are_parse_errors(url: str) ->
         assert json.loads(socket.recv(timeout=10))["data"]["code"] == "INVALID_JSON"
         socket.send('{"type": "state"}')
         assert json.loads(socket.recv(timeout=10))["type"] == "state", "the conversation goes on"
+
+
+# -- case 7: numbers, clocks and text out of range ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("amount=9223372036854775808&currency=usd", FORM["content-type"]),
+        ('{"amount": 1e20, "currency": "usd"}', "application/json"),
+        ('{"amount": 100000000, "currency": "usd"}', "application/json"),
+        ('{"amount": 500, "currency": "usd", "description": "a\\ud800b"}', "application/json"),
+    ],
+    ids=["2**63", "1e20", "nine digits", "lone surrogate"],
+)
+def test_out_of_range_input_is_a_400_and_the_instance_goes_on(url: str, body: str, kind: str) -> None:
+    base = f"{url}/rest/payments/range"
+    assert httpx.put(base, json={}).status_code == 200
+    answer = httpx.post(f"{base}/v1/payment_intents", content=body, headers={**AUTH, "content-type": kind})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["type"] == "invalid_request_error"
+    assert httpx.get(base).status_code == 200, "the instance's state still reads"
+    fine = httpx.post(f"{base}/v1/payment_intents", content="amount=500&currency=usd", headers=FORM)
+    assert fine.status_code == 200, fine.text
+
+
+@pytest.mark.parametrize("clock", ["tick@9999-12-31 23:59:00", "fixed@0001-01-01 00:00:00", "tick@a\ud800"])
+def test_a_clock_past_the_dates_a_world_can_reach_is_refused_where_it_enters(url: str, clock: str) -> None:
+    opened = httpx.put(
+        f"{url}/rest/payments/clock",
+        content=json.dumps({"clock": clock}),
+        headers={"content-type": "application/json"},
+    )
+    assert opened.status_code == 400, opened.text
+    assert "clock" in opened.json()["error"]["message"]
+
+
+def test_a_tick_clock_stops_at_the_last_second_rather_than_break_a_call() -> None:
+    from datetime import datetime
+
+    from atoll.worlds import Clock
+    from atoll.worlds._clock import LATEST
+
+    clock = Clock(mode="tick", start=LATEST, step_seconds=86_400)
+    assert clock.at(datetime(2026, 1, 1), 10**6) == datetime.max.replace(microsecond=0)

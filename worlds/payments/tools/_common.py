@@ -21,6 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from atoll.worlds import TIMESTAMP_FORMAT, ToolContext, ToolError
 
 Limit = Annotated[int, Field(ge=1, le=100)]
+# Stripe's amounts are at most eight digits of the currency's smallest unit ($999,999.99): a larger one is
+# refused as a parameter, not carried to SQLite (2**63 was an OverflowError, a world_bug).
+MAX_AMOUNT = 99_999_999
+Amount = Annotated[int, Field(le=MAX_AMOUNT)]
 Metadata = dict[str, str]
 Expand = list[str]
 

@@ -269,7 +269,7 @@ def add_item(
     ctx: ToolContext,
     customer: str,
     *,
-    unit_amount: int,
+    unit_amount: c.Amount,
     quantity: int = 1,
     description: str | None,
     price: str | None = None,
@@ -278,7 +278,7 @@ def add_item(
     subscription_item: str | None = None,
     proration: bool = False,
     period: tuple[str, str] | None = None,
-    amount: int | None = None,
+    amount: c.Amount | None = None,
     metadata: c.Metadata | None = None,
 ) -> str:
     item_id = c.new_id(ctx, "ii")
@@ -636,7 +636,7 @@ def create_invoice_item(
     customer: str,
     price: str | None = None,
     pricing: Pricing | None = None,
-    amount: int | None = None,
+    amount: c.Amount | None = None,
     currency: str | None = None,
     quantity: Annotated[int, Field(ge=1)] = 1,
     invoice: str | None = None,

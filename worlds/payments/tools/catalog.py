@@ -158,7 +158,7 @@ def list_products(
 def create_price(
     ctx: ToolContext,
     product: str,
-    unit_amount: int,
+    unit_amount: c.Amount,
     currency: str,
     recurring: Recurring | None = None,
     nickname: str | None = None,

@@ -226,7 +226,7 @@ def attempt(ctx: ToolContext, intent: dict[str, Any], method: dict[str, Any]) ->
 
 def new_intent(
     ctx: ToolContext,
-    amount: int,
+    amount: c.Amount,
     currency: str,
     customer: str | None,
     *,
@@ -309,7 +309,7 @@ def _confirm(ctx: ToolContext, intent: dict[str, Any], payment_method: str | Non
 @world.operation("POST", "/v1/payment_intents")
 def create_payment_intent(
     ctx: ToolContext,
-    amount: int,
+    amount: c.Amount,
     currency: str,
     customer: str | None = None,
     payment_method: str | None = None,
@@ -387,7 +387,7 @@ def retrieve_payment_intent(ctx: ToolContext, intent: str, expand: c.Expand | No
 def update_payment_intent(
     ctx: ToolContext,
     intent: str,
-    amount: int | None = None,
+    amount: c.Amount | None = None,
     description: str | None = None,
     payment_method: str | None = None,
     receipt_email: str | None = None,
@@ -475,7 +475,7 @@ def confirm_payment_intent(
 
 @world.operation("POST", "/v1/payment_intents/{intent}/capture")
 def capture_payment_intent(
-    ctx: ToolContext, intent: str, amount_to_capture: int | None = None, expand: c.Expand | None = None
+    ctx: ToolContext, intent: str, amount_to_capture: c.Amount | None = None, expand: c.Expand | None = None
 ) -> dict:
     """Capture an authorized payment intent, in full or in part (the rest is released).
 

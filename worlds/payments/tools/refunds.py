@@ -89,7 +89,7 @@ def create_refund(
     ctx: ToolContext,
     payment_intent: str | None = None,
     charge: str | None = None,
-    amount: int | None = None,
+    amount: c.Amount | None = None,
     reason: Reason | None = None,
     metadata: c.Metadata | None = None,
     expand: c.Expand | None = None,
