@@ -100,3 +100,64 @@ def test_a_tick_clock_stops_at_the_last_second_rather_than_break_a_call() -> Non
 
     clock = Clock(mode="tick", start=LATEST, step_seconds=86_400)
     assert clock.at(datetime(2026, 1, 1), 10**6) == datetime.max.replace(microsecond=0)
+
+
+# -- case 8: one REST key cannot take the server's memory ---------------------------------------------------
+
+
+def test_a_rest_request_past_the_bound_is_a_413_envelope(url: str) -> None:
+    answer = httpx.post(
+        f"{url}/rest/payments/big/v1/customers", content="description=" + "x" * 900_000, headers=FORM
+    )
+    assert answer.status_code == 413, answer.text
+    assert answer.json()["error"]["code"] == "request_too_large"
+
+
+def test_one_rest_key_holds_a_bounded_share_then_is_told_to_reset(url: str) -> None:
+    from atoll.worlds.serve._sessions import MAX_INSTANCE_BYTES
+
+    base = f"{url}/rest/payments/hog"
+    statuses = []
+    for n in range(80):  # 200 KB a post, each answered with the customer it made: 16 MB asked for
+        answer = httpx.post(
+            f"{base}/v1/customers",
+            content=f"description={n}" + "x" * 200_000,
+            headers={**FORM, "idempotency-key": f"k{n}"},
+        )
+        statuses.append(answer.status_code)
+        if answer.status_code == 429:
+            break
+    assert statuses[-1] == 429 and set(statuses[:-1]) == {200}, statuses
+    assert answer.json()["error"]["code"] == "instance_full"
+    state = httpx.get(base)
+    assert state.status_code == 200 and len(state.content) < 2 * MAX_INSTANCE_BYTES
+    assert httpx.put(base, json={}).status_code == 200, "a reset starts afresh"
+    fresh = httpx.post(f"{base}/v1/customers", content="description=again", headers=FORM)
+    assert fresh.status_code == 200
+
+
+def test_websocket_and_mcp_sessions_hold_the_same_bounded_share(serve) -> None:
+    app = create_app(["helpdesk"], defaults=ResetRequest(world="helpdesk"))
+    app.state.sessions.max_instance_bytes = 4_000
+    step = {"type": "step", "data": {"type": "call_tool", "tool_name": "get_order", "arguments": {}}}
+    with serve(app) as base, connect(base.replace("http", "ws") + "/ws") as socket:
+        codes = []
+        for _ in range(40):
+            socket.send(json.dumps(step))
+            reply = json.loads(socket.recv(timeout=10))
+            codes.append(reply["data"].get("code") if reply["type"] == "error" else "ok")
+        assert codes[0] == "ok" and codes[-1] == "INSTANCE_FULL", codes
+        session = httpx.post(
+            f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}
+        )
+        session_id = session.json()["result"]["session_id"]
+        call = {"name": "get_order", "arguments": {"order_id": "ORD-1001"}, "session_id": session_id}
+        errors = [
+            httpx.post(
+                f"{base}/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+            )
+            .json()
+            .get("error")
+            for _ in range(40)
+        ]
+        assert errors[0] is None and errors[-1]["code"] == -32000 and "bytes" in errors[-1]["message"]

@@ -11,10 +11,19 @@ from ._http import connection_limits, guarded_protocol
 from ._mcp import create_mcp_http_app, create_mcp_server, run_mcp
 from ._openenv import create_app, run_server
 from ._rest import OpenRequest, RestInstances, rest_router
-from ._sessions import NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager, UnknownSession
+from ._sessions import (
+    InstanceFull,
+    NoInstance,
+    ResetRequest,
+    Session,
+    SessionLimitReached,
+    SessionManager,
+    UnknownSession,
+)
 
 __all__ = [
     "Guard",
+    "InstanceFull",
     "NoInstance",
     "OpenRequest",
     "ResetRequest",

@@ -31,7 +31,15 @@ from ._catalog import WorldCatalog
 from ._errors import answer_errors_in_shape
 from ._http import connection_limits, guarded_protocol
 from ._rest import rest_router
-from ._sessions import NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager, UnknownSession
+from ._sessions import (
+    InstanceFull,
+    NoInstance,
+    ResetRequest,
+    Session,
+    SessionLimitReached,
+    SessionManager,
+    UnknownSession,
+)
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +248,9 @@ class _Conversation:
                 f"this session was closed after {self.manager.idle_seconds:g} s idle; reconnect and reset",
             )
         try:
-            return await self._act(session, self._parse(raw))
+            return await self._act(session, self._parse(raw), len(raw))
+        except InstanceFull as full:
+            return _error("INSTANCE_FULL", str(full), used_bytes=full.used, max_bytes=full.limit)
         except _Refused as refusal:
             return _error(refusal.code, refusal.message, **refusal.extra)
         except SessionLimitReached as full:
@@ -274,7 +284,7 @@ class _Conversation:
             )
         return wire.MESSAGE.validate_python(payload)
 
-    async def _act(self, session: Session, message: wire.Message) -> dict[str, Any] | None:
+    async def _act(self, session: Session, message: wire.Message, size: int) -> dict[str, Any] | None:
         if isinstance(message, wire.CloseMessage):
             return None
         if isinstance(message, wire.ResetMessage):
@@ -288,7 +298,10 @@ class _Conversation:
         if isinstance(action, wire.ListToolsAction):
             observation: Any = wire.list_tools_observation(session.world())
         else:
-            observation = wire.call_observation(await self.instance(session), action)
+            instance = await self.instance(session)
+            session.check_room()
+            observation = wire.call_observation(instance, action)
+            session.charge(size + len(observation.model_dump_json()))
         return {"type": "observation", "data": wire.step_reply(observation)}
 
     async def reset(self, session: Session, request: ResetRequest) -> None:
@@ -344,12 +357,16 @@ async def _jsonrpc(body: bytes, manager: SessionManager, conversation: _Conversa
     if not isinstance(params, dict):
         return _rpc_error(request_id, _INVALID_PARAMS, "params must be an object")
     try:
-        result = await _rpc_method(method, params, manager, conversation)
+        result = await _rpc_method(method, params, manager, conversation, len(body))
     except _RpcError as error:
         return _rpc_error(request_id, error.code, error.message, error.data)
     except SessionLimitReached as full:
         return _rpc_error(
             request_id, _SERVER_ERROR, str(full), {"active_sessions": full.live, "max_sessions": full.limit}
+        )
+    except InstanceFull as full:
+        return _rpc_error(
+            request_id, _SERVER_ERROR, str(full), {"used_bytes": full.used, "max_bytes": full.limit}
         )
     except UnknownSession as missing:
         return _rpc_error(request_id, _INVALID_PARAMS, str(missing))
@@ -379,7 +396,7 @@ def _rpc_error(request_id: Any, code: int, message: str, data: Any = None) -> di
 
 
 async def _rpc_method(
-    method: str, params: dict[str, Any], manager: SessionManager, conversation: _Conversation
+    method: str, params: dict[str, Any], manager: SessionManager, conversation: _Conversation, size: int
 ) -> dict[str, Any]:
     session_id = params.get("session_id")
     if method == "openenv/session/create":
@@ -413,7 +430,10 @@ async def _rpc_method(
         session = manager.get(session_id) if session_id else manager.open()
         try:
             instance = await conversation.instance(session)
-            return wire.call_result(instance.call(name, **arguments)).model_dump(mode="json")
+            session.check_room()
+            result = wire.call_result(instance.call(name, **arguments))
+            session.charge(size + len(result.model_dump_json()))
+            return result.model_dump(mode="json")
         finally:
             if not session_id:
                 manager.close(session.id)

@@ -28,12 +28,13 @@ from pydantic_core import from_json
 from atoll.worlds import Operation, ToolFailure, World, WorldError
 
 from ._form import FormError, bracketed, decode
-from ._sessions import NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager
+from ._sessions import InstanceFull, NoInstance, ResetRequest, Session, SessionLimitReached, SessionManager
 
 PREFIX = "/rest"
 IDEMPOTENCY_HEADER = "idempotency-key"
 MAX_IDEMPOTENCY_KEY = 255
 REPLIES_KEPT = 1000  # idempotent answers kept per instance, oldest dropped first
+MAX_REQUEST_BYTES = 256 << 10  # one operation's parameters; Stripe's own requests are a few KB
 _KEY = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 # A world's failure code to its status when the world's error names none.
 _STATUS = {"unknown_tool": 404, "not_found": 404, "world_bug": 500}
@@ -218,9 +219,13 @@ async def _answer(
             "(e.g. 'Authorization: Bearer sk_test_…'); any key will do unless the server has a --token.",
         )
     operation, path_values = instances.route(world, request.method, path)
-    arguments = await _parameters(request, operation, path_values)
+    arguments, size = await _parameters(request, operation, path_values)
     entry = await instances.open(world_name, key)
     assert entry.session.instance is not None
+    try:
+        entry.session.check_room()
+    except InstanceFull as full:
+        raise RestError(429, str(full), code="instance_full") from None
     idempotency = request.headers.get(IDEMPOTENCY_HEADER) if request.method != "GET" else None
     fingerprint = ""
     if idempotency is not None:
@@ -241,8 +246,10 @@ async def _answer(
         assert result.error is not None
         status, error = _failure(result.error)
         body = json.dumps({"error": error}, ensure_ascii=False).encode()
+    entry.session.charge(size + len(body))
     if idempotency is not None:
         entry.replies[idempotency] = _Reply(fingerprint, status, body)
+        entry.session.charge(len(body))  # kept twice: in the call log and as the reply to replay
         while len(entry.replies) > REPLIES_KEPT:
             entry.replies.popitem(last=False)
     return Response(body, status, headers, media_type="application/json")
@@ -260,11 +267,20 @@ def _check_version(world: World, request: Request) -> None:
         )
 
 
-async def _parameters(request: Request, operation: Operation, path_values: dict[str, str]) -> dict[str, Any]:
-    """The operation's validated arguments: the query (GET, DELETE) or the body (POST), plus the path."""
+async def _parameters(
+    request: Request, operation: Operation, path_values: dict[str, str]
+) -> tuple[dict[str, Any], int]:
+    """The operation's validated arguments, the query (GET, DELETE) or the body (POST) plus the path, and the
+    size of what they were read from; a 413 past MAX_REQUEST_BYTES."""
+    raw = await request.body() if request.method == "POST" else request.url.query.encode()
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise RestError(
+            413,
+            f"The request's parameters are {len(raw)} bytes; an operation takes at most {MAX_REQUEST_BYTES}.",
+            code="request_too_large",
+        )
     try:
         if request.method == "POST":
-            raw = await request.body()
             kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
             given = _json_body(raw) if kind == "application/json" else decode(raw.decode("utf-8"))
         else:
@@ -282,7 +298,7 @@ async def _parameters(request: Request, operation: Operation, path_values: dict[
                 param=name,
             )
     try:
-        return operation.tool.validate({**given, **path_values})
+        return operation.tool.validate({**given, **path_values}), len(raw)
     except ValidationError as invalid:
         raise _invalid(invalid) from None
 

@@ -22,6 +22,11 @@ from ._catalog import WorldCatalog
 
 log = logging.getLogger(__name__)
 
+# What one session's instance may hold: its rows, call log and kept answers grow with what its client sends and
+# is answered, so they are counted (request and answer bytes) and capped; 60 posts of 900 KB on one REST key
+# grew the server by 273 MB.
+MAX_INSTANCE_BYTES = 8 << 20
+
 
 class SessionLimitReached(Exception):
     """Every session slot is taken; the client may retry once another closes or expires."""
@@ -32,6 +37,18 @@ class SessionLimitReached(Exception):
             "to expire (raise the limit with --max-sessions)"
         )
         self.live = live
+        self.limit = limit
+
+
+class InstanceFull(Exception):
+    """The session's instance holds as many bytes of calls as one client may keep; reset it or open another."""
+
+    def __init__(self, used: int, limit: int) -> None:
+        super().__init__(
+            f"this instance holds {used} bytes of calls and answers, the most one client may keep "
+            f"({limit}); reset it (PUT /rest/{{world}}/{{key}}, or a reset message) to start afresh"
+        )
+        self.used = used
         self.limit = limit
 
 
@@ -69,11 +86,21 @@ class Session:
         self.instance: Instance | None = None
         self.request: ResetRequest | None = None
         self.closed = False
+        self.used_bytes = 0  # request and answer bytes of the calls made on the current instance
         self._manager = manager
         self.created = self.last_used = manager.clock()
 
     def touch(self) -> None:
         self.last_used = self._manager.clock()
+
+    def check_room(self) -> None:
+        """InstanceFull once the instance holds MAX_INSTANCE_BYTES of calls: asked before each call."""
+        if self.used_bytes >= self._manager.max_instance_bytes:
+            raise InstanceFull(self.used_bytes, self._manager.max_instance_bytes)
+
+    def charge(self, size: int) -> None:
+        """Count `size` bytes (a call's request and answer) against the instance's share."""
+        self.used_bytes += size
 
     def plan(self, request: ResetRequest) -> ResetRequest:
         """`request` completed from this session's last reset (so a bare reset restarts the same
@@ -102,6 +129,7 @@ class Session:
         world = self._manager.catalog.get(merged.world)
         instance = world.instance(merged.fixture, seed=merged.seed or 0, clock=Clock.parse(merged.clock))
         previous, self.instance, self.request = self.instance, instance, merged
+        self.used_bytes = 0
         if previous is not None:
             previous.close()
         self.touch()
@@ -159,6 +187,7 @@ class SessionManager:
         max_sessions: int = 256,
         idle_seconds: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
+        max_instance_bytes: int = MAX_INSTANCE_BYTES,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
@@ -169,6 +198,7 @@ class SessionManager:
         self.max_sessions = max_sessions
         self.idle_seconds = idle_seconds
         self.clock = clock
+        self.max_instance_bytes = max_instance_bytes
         self._sessions: dict[str, Session] = {}
 
     def __len__(self) -> int:
