@@ -242,3 +242,55 @@ def test_a_get_operation_that_writes_is_a_world_bug_and_rolls_back():
         result = instance.request("GET /v1/t")
         assert result.error.type == "world_bug" and instance.diff().is_empty
         assert instance.request("GET /v1/nothing").error.type == "unknown_tool"
+
+
+def search(studio, resource: str, query: str, **more):
+    return studio.request(f"GET /v1/{resource}/search", query=query, **more)
+
+
+def test_search_reads_stripes_query_language(studio):
+    dana, sofia = fixed_id("cus", "dana"), fixed_id("cus", "sofia")
+    found = value(search(studio, "customers", 'email:"DANA.Whitfield@gmail.com"'))
+    assert found["object"] == "search_result" and [c["id"] for c in found["data"]] == [dana]
+    either = value(search(studio, "customers", "name~'whit' OR name~\"MARCHETTI\""))["data"]
+    assert {c["id"] for c in either} == {dana, sofia}
+    everyone = value(studio.call("list_customers", limit=100))["data"]
+    assert len(value(search(studio, "customers", 'metadata["plan"]:null', limit=100))["data"]) == len(
+        everyone
+    )
+    middle = everyone[len(everyone) // 2]["created"]
+    newer = value(search(studio, "customers", f"created>{middle}", limit=100))["data"]
+    listed = value(studio.call("list_customers", created={"gt": middle}, limit=100))["data"]
+    assert newer == listed and 0 < len(newer) < len(everyone)
+    failed = value(search(studio, "payment_intents", 'status:"requires_payment_method" AND -amount:12900'))
+    assert failed["data"] == []
+    renewals = value(
+        search(studio, "payment_intents", f'status:"requires_payment_method" AND customer:"{sofia}"')
+    )
+    assert [i["amount"] for i in renewals["data"]] == [12900]
+
+
+def test_a_query_outside_the_language_is_refused_naming_the_query(studio):
+    for resource, query, words in [
+        ("customers", 'nmae:"Dana"', "unsupported search field"),
+        ("customers", 'name:"a" AND email:"b" OR phone:"c"', "cannot mix AND and OR"),
+        ("customers", 'name~"da"', "3 characters"),
+        ("customers", "name:", "Could not parse"),
+        ("payment_intents", 'amount~"180"', "whole number"),
+        ("payment_intents", "amount>lots", "whole number"),
+        ("payment_intents", 'status>"paid"', "only with `:`"),
+    ]:
+        refused = search(studio, resource, query)
+        assert not refused.ok and refused.error.details["param"] == "query", query
+        assert words in refused.error.message, (query, refused.error.message)
+
+
+def test_created_bounds_split_a_list_without_overlap(studio):
+    every = value(studio.call("list_payment_intents", limit=100))["data"]
+    cut = every[len(every) // 2]["created"]
+    before = value(studio.call("list_payment_intents", created={"lt": cut}, limit=100))["data"]
+    since = value(studio.call("list_payment_intents", created={"gte": cut}, limit=100))["data"]
+    assert since == every[: len(since)] and before[: len(every) - len(since)] == every[len(since) :]
+    assert since[-1]["created"] >= cut > before[0]["created"]
+    exactly = value(studio.call("list_payment_intents", created=cut, limit=100))["data"]
+    assert exactly and all(i["created"] == cut for i in exactly)
