@@ -469,8 +469,10 @@ def update_subscription(
             f"A canceled subscription can only update its cancellation_details and metadata ({found['id']}).",
             code="subscription_canceled",
         )
-    if items:
-        _change_items(ctx, found, items, prorate=proration_behavior != "none")
+    if items:  # a trial is free: changing it leaves nothing to prorate
+        _change_items(
+            ctx, found, items, prorate=proration_behavior != "none" and found["status"] != "trialing"
+        )
     if cancel_at_period_end is not None:
         ctx.execute(
             "UPDATE subscriptions SET cancel_at_period_end = ? WHERE id = ?",
