@@ -279,6 +279,7 @@ def test_a_query_outside_the_language_is_refused_naming_the_query(studio):
         ("payment_intents", 'amount~"180"', "whole number"),
         ("payment_intents", "amount>lots", "whole number"),
         ("payment_intents", 'status>"paid"', "only with `:`"),
+        ("payment_intents", f"amount>{2**64}", "out of range"),
     ]:
         refused = search(studio, resource, query)
         assert not refused.ok and refused.error.details["param"] == "query", query
@@ -292,5 +293,7 @@ def test_created_bounds_split_a_list_without_overlap(studio):
     since = value(studio.call("list_payment_intents", created={"gte": cut}, limit=100))["data"]
     assert since == every[: len(since)] and before[: len(every) - len(since)] == every[len(since) :]
     assert since[-1]["created"] >= cut > before[0]["created"]
+    assert len(value(studio.call("list_payment_intents", created={"gt": -(2**40)}))["data"]) == 10
+    assert value(studio.call("list_payment_intents", created={"gte": 2**62}))["data"] == []
     exactly = value(studio.call("list_payment_intents", created=cut, limit=100))["data"]
     assert exactly and all(i["created"] == cut for i in exactly)

@@ -86,8 +86,16 @@ def new_id(ctx: ToolContext, prefix: str) -> str:
     return f"{prefix}_{''.join(ctx.rng.choices(_ALPHABET, k=ID_LENGTH.get(prefix, 24)))}"
 
 
+_LAST_SECOND = 253_402_300_799  # 9999-12-31 23:59:59 UTC
+
+
 def stamp(seconds: int) -> str:
-    """Unix seconds as a table's `YYYY-MM-DD HH:MM:SS` (UTC)."""
+    """Unix seconds as a table's `YYYY-MM-DD HH:MM:SS` (UTC); a bound before 1970 or past year 9999 as the
+    text that sorts before or after every stored time (a filter's bound may be any integer)."""
+    if seconds < 0:
+        return "0000-01-01 00:00:00"
+    if seconds > _LAST_SECOND:
+        return "9999-12-31 23:59:59"
     return datetime.fromtimestamp(seconds, UTC).strftime(TIMESTAMP_FORMAT)
 
 
@@ -390,6 +398,8 @@ def _condition(
                 param="query",
             )
         number = int(value)
+        if abs(number) >= 2**63:  # past SQLite's integers
+            raise error(400, f"`{value}` is out of range for `{found['field']}` (`{clause}`).", param="query")
         return f"{target} {'=' if operator == ':' else operator} ?", [
             *prefix,
             stamp(number) if kind == "time" else number,
