@@ -32,8 +32,16 @@ def run(
     harness: HarnessArgument = None,
     suite: SuiteOption = None,
     model: ModelOption = None,
+    proposer: Annotated[
+        str,
+        typer.Option(
+            help="The model-driven proposer beside the LLM-free operators: reflect (one small edit from one "
+            "failing train episode: a rule, a tool-description sentence, a prompt part cut, a demo, a tool; "
+            "a form a 1.5B model fills), rewrite (whole files, for a capable model) or off."
+        ),
+    ] = "reflect",
     proposer_model: Annotated[
-        str | None, typer.Option(help="Model for the LLM proposer; without it only LLM-free operators run.")
+        str | None, typer.Option(help="The proposer's model; default the agent's own (--model).")
     ] = None,
     strategy: Annotated[
         str, typer.Option(help="greedy (incumbent chain) or pareto (GEPA-style parent pool).")

@@ -21,8 +21,10 @@ from atoll.worlds import RUN_FAILED, AtollError
 from atoll.worlds.base.stats import AcceptanceRule, Decision
 
 from ._objective import Objective, ObjectiveRule
+from ._proposal import Attempt
 
 Strategy = Literal["greedy", "pareto"]
+ProposerKind = Literal["reflect", "rewrite", "off"]
 
 RULE_OPTIONS = {"min_effect": "rule", "min_reduction": "objective_rule", "tolerance": "objective_rule"}
 """The rules' settings a command line gives flat (`--min-effect`), and the rule each belongs to."""
@@ -36,7 +38,13 @@ class OptimizeConfig(BaseModel):
     model: str | None = Field(
         None, description="The agent's model; default $ATOLL_MODEL, else the harness's."
     )
-    proposer_model: str | None = Field(None, description="Enables the LLM proposer with this model.")
+    proposer: ProposerKind = Field(
+        "reflect",
+        description="The model-driven proposer beside the LLM-free operators: reflect (one small edit from "
+        "one failing train episode, a form a 1.5B model fills), rewrite (whole files, for a capable model) "
+        "or off.",
+    )
+    proposer_model: str | None = Field(None, description="The proposer's model; default the agent's own.")
     strategy: Strategy = "greedy"
     operators: list[str] | None = Field(None, description="LLM-free operators to use; default all.")
     k: int = Field(1, ge=1, description="Seeds per val task, the batch each variant is decided on.")
@@ -204,6 +212,9 @@ class OptimizeResult(BaseModel):
     test_spend_start: float | None = None
     test_spend_final: float | None = None
     steps: list[StepRecord] = Field(default_factory=list)
+    attempts: list[Attempt] = Field(
+        default_factory=list, description="Every ask of a model-driven proposer and what came of it."
+    )
     final_patch: str = ""
     episodes: int = 0
     usage: ModelUsage = Field(default_factory=ModelUsage)

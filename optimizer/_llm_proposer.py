@@ -69,6 +69,8 @@ class LLMProposer:
             model layer's 120 s default would cut; the run's budget is what bounds it.
     """
 
+    drives_model = True  # the run gives model-driven proposers every other slot (see Proposing.order)
+
     def __init__(
         self,
         model: Model,

@@ -50,7 +50,15 @@ from ._objective import (
     spent,
 )
 from ._optimizations import OptimizationStore
-from ._proposal import FailureReport, Proposal, ProposalContext, Proposer, held_out_leak, unified_patch
+from ._proposal import (
+    Attempt,
+    FailureReport,
+    Proposal,
+    ProposalContext,
+    Proposer,
+    held_out_leak,
+    unified_patch,
+)
 from ._proposing import NOTHING_NEW, Proposing, configured_proposers
 from ._screen import CostRace, ScreenRecord, race, race_order
 from ._strategy import STRATEGIES, ParentStrategy
@@ -152,13 +160,14 @@ class Optimization:
         )
         self.proposing = Proposing(
             run_id,
-            proposers if proposers is not None else configured_proposers(config),
+            proposers if proposers is not None else configured_proposers(config, model),
             self.optimizations,
             self.start,
             config.harness,
             seed=config.seed,
             usage=self._add_usage,
             on_repeat=lambda line: self._emit("decision", stage=line),
+            on_attempt=self._attempted,
         )
         self.commits = Commits(run_id, config, self.optimizations)
 
@@ -173,6 +182,15 @@ class Optimization:
 
     def _add_usage(self, usage: ModelUsage) -> None:
         self.status.usage += usage
+
+    def _attempted(self, iteration: int, attempt: Attempt) -> None:
+        """Store what a model-driven proposer's ask came to; say so when it came to nothing."""
+        self.optimizations.save_attempt(self.id, iteration, attempt)
+        if attempt.outcome != "proposed":
+            what = attempt.outcome.replace("_", " ")
+            self._emit(
+                "decision", stage=f"{attempt.operator}: {what} ({attempt.detail}); the next proposer is asked"
+            )
 
     def _on_progress(self, progress: BatchProgress) -> None:
         if progress.kind == "episode" and progress.last is not None:
@@ -306,6 +324,7 @@ class Optimization:
             iteration=iteration,
             objective=self.config.objective,
             models=self.config.models or [],
+            agent_model=self.model.name,
         )
         proposal, repeats = await self.proposing.next(iteration, context, incumbent)
         if proposal is None:
@@ -518,6 +537,7 @@ class Optimization:
             test_final=test_final.metrics.mean_score if test_final else None,
             **self._spend(start_val, incumbent_val, test_start, test_final),
             steps=steps,
+            attempts=self.optimizations.attempts(self.id),
             final_patch=unified_patch(self.start.files(), incumbent.files()),
             episodes=s.episodes,
             usage=s.usage,

@@ -20,9 +20,11 @@ from atoll.worlds.base.stats import Decision
 
 from ._config import OptimizeConfig, StepRecord
 from ._objective import ObjectiveDecision, load_decision
+from ._proposal import Attempt
 
 RUNS_TABLE = "optimizations"
 STEPS_TABLE = "proposals"
+ATTEMPTS_TABLE = "proposer_attempts"
 
 
 class OptimizationStore:
@@ -70,6 +72,16 @@ class OptimizationStore:
                 "decided_at": str,
             },
             pk=("optimization_id", "iteration"),
+        )
+        store.ensure_table(
+            ATTEMPTS_TABLE,
+            {
+                "optimization_id": str,
+                "iteration": int,
+                "operator": str,
+                "attempt": str,  # an Attempt as JSON
+            },
+            pk=("optimization_id", "iteration", "operator"),
         )
 
     def create(
@@ -152,6 +164,20 @@ class OptimizationStore:
                 db[STEPS_TABLE].insert(
                     {"optimization_id": run_id, "iteration": iteration, "created_at": now_text(), **values}
                 )
+
+    def save_attempt(self, run_id: str, iteration: int, attempt: Attempt) -> None:
+        """What one ask of a model-driven proposer came to (a resumed run asking again replaces it)."""
+        row = {"optimization_id": run_id, "iteration": iteration, "operator": attempt.operator}
+        with self.store.transaction() as db:
+            db[ATTEMPTS_TABLE].upsert({**row, "attempt": attempt.model_dump_json()}, pk=list(row))
+
+    def attempts(self, run_id: str) -> list[Attempt]:
+        """The run's model-driven asks, in order."""
+        rows = self.store.read(
+            f"SELECT attempt FROM {ATTEMPTS_TABLE} WHERE optimization_id = ? ORDER BY iteration, rowid",
+            [run_id],
+        )
+        return [Attempt.model_validate_json(row["attempt"]) for row in rows]
 
     def past_verdicts(self, harness: str, *, exclude: str) -> list[tuple[str, str | None]]:
         """(operator, verdict) of every proposal of other runs on the harness named `harness`."""

@@ -10,7 +10,7 @@ import difflib
 import random
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -96,6 +96,7 @@ class ProposalContext(BaseModel):
     models: list[str] = Field(
         default_factory=list, description="Models the run may give each agent; empty: keep the harness's."
     )
+    agent_model: str = Field("", description="The model the agents run on: which protocol they speak.")
 
     @field_validator("train_tasks")
     @classmethod
@@ -105,6 +106,21 @@ class ProposalContext(BaseModel):
         if held_out:
             raise ValueError(f"proposers read train tasks only, not {', '.join(held_out)}")
         return tasks
+
+
+Outcome = Literal["proposed", "no_answer", "no_parse", "dropped"]
+
+
+class Attempt(BaseModel):
+    """What one ask of a model-driven proposer came to: an edit, no answer, an answer that did not parse,
+    or an edit that was dropped (and why). A proposer that sets `last_attempt` has each ask stored."""
+
+    operator: str
+    task_id: str = ""
+    outcome: Outcome
+    detail: str = ""
+    answer: str = Field("", description="The model's answer (its start): what a no-parse looked like.")
+    seconds: float = 0.0
 
 
 class Proposer(Protocol):

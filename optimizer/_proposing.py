@@ -16,30 +16,42 @@ from functools import cached_property
 from pathlib import Path
 
 from atoll.harnesses import Harness, content_hash
-from atoll.harnesses.models import ModelError, ModelUsage, ResponseCache, check_model, get_model
+from atoll.harnesses.models import Model, ModelError, ModelUsage, ResponseCache, check_model, get_model
 
 from ._bandit import PAST_WEIGHT, Bandit, Counts, tally
 from ._config import OptimizeConfig, OptimizerError, OptimizerPaused
 from ._optimizations import OptimizationStore
-from ._proposal import Proposal, ProposalContext, Proposer
+from ._proposal import Attempt, Proposal, ProposalContext, Proposer
 from ._registry import check_proposer, make_operators
 
 REASKS = 2  # how often, in one proposal slot, a proposer that repeated an earlier proposal is asked again
 NOTHING_NEW = ("none", "duplicate")  # verdicts of a slot in which no proposer had new files to try
 
 
-def configured_proposers(config: OptimizeConfig) -> list[Proposer]:
-    """The operators `config` names (its objective's defaults when it names none), the LLM proposer first
-    when it gives a proposer model."""
+def configured_proposers(config: OptimizeConfig, agent_model: Model) -> list[Proposer]:
+    """The operators `config` names (its objective's defaults when it names none) and, unless
+    `config.proposer` is off, the model-driven proposers first: asking `config.proposer_model`, else the
+    agent's own model."""
     operators = make_operators(config.operators, objective=config.objective, models=bool(config.models))
-    if config.proposer_model:
-        from ._llm_proposer import LLMProposer
+    if config.proposer == "off":
+        model_driven: list[Proposer] = []
+    else:
+        model = agent_model
+        if config.proposer_model:
+            check_model(config.proposer_model)
+            model = get_model(config.proposer_model, cache=ResponseCache.default())
+        if config.proposer == "rewrite":
+            from ._llm_proposer import LLMProposer
 
-        check_model(config.proposer_model)
-        operators.insert(0, LLMProposer(get_model(config.proposer_model, cache=ResponseCache.default())))
-    if not operators:
-        raise OptimizerError("no proposers: name at least one operator or give --proposer-model")
-    return operators
+            model_driven = [LLMProposer(model)]
+        else:
+            from ._reflect import reflective_proposers
+
+            model_driven = list(reflective_proposers(model))
+    proposers = [*model_driven, *operators]
+    if not proposers:
+        raise OptimizerError("no proposers: name at least one operator or turn --proposer on")
+    return proposers
 
 
 class Proposing:
@@ -62,12 +74,13 @@ class Proposing:
         seed: int,
         usage: Callable[[ModelUsage], None],
         on_repeat: Callable[[str], None],
+        on_attempt: Callable[[int, Attempt], None] | None = None,
     ) -> None:
         for proposer in proposers:
             check_proposer(proposer)
         self.run_id, self.proposers, self.optimizations = run_id, proposers, optimizations
         self.start, self.harness_path, self.seed = start, harness_path, seed
-        self.usage, self.on_repeat = usage, on_repeat
+        self.usage, self.on_repeat, self.on_attempt = usage, on_repeat, on_attempt
 
     async def next(
         self, iteration: int, context: ProposalContext, incumbent: Harness
@@ -101,7 +114,11 @@ class Proposing:
         """One proposer's candidate; its model spend counts toward the budgets, its outage pauses."""
         before = proposer.usage.model_copy()
         try:
-            return await proposer.propose(context)
+            proposal = await proposer.propose(context)
+            attempt = getattr(proposer, "last_attempt", None)
+            if isinstance(attempt, Attempt) and self.on_attempt is not None:
+                self.on_attempt(context.iteration, attempt)
+            return proposal
         except ModelError as error:
             raise OptimizerPaused(
                 f"the proposer model stopped answering ({error}); the run is saved, resume it with "
@@ -132,7 +149,12 @@ class Proposing:
                 bandit.record(row["operator"], row["verdict"])
         draw = random.Random(f"{self.seed}:{iteration}:bandit")
         rank = {name: i for i, name in enumerate(bandit.order(draw))}
-        return sorted(self.proposers, key=lambda proposer: rank[proposer.name])
+        ordered = sorted(self.proposers, key=lambda proposer: rank[proposer.name])
+        # Model-driven proposers lead every other slot: among a score of operators the bandit alone would
+        # rarely reach them in a short run, and their edits are the ones operators cannot make.
+        model_driven = [p for p in ordered if getattr(p, "drives_model", False)]
+        others = [p for p in ordered if not getattr(p, "drives_model", False)]
+        return [*model_driven, *others] if iteration % 2 else [*others, *model_driven]
 
     @cached_property
     def priors(self) -> Counts:

@@ -8,7 +8,9 @@ from pydantic import BaseModel, Field
 
 from atoll.worlds import RUN_FAILED, USAGE_ERROR, AtollError
 
-LOCAL_DEFAULT_MODEL = "local/gemma-3-270m"
+# The embedded default: the smallest embedded model that acts (calls tools on its own chat template), so a
+# harness change can move it; docs/models.md gives the figures behind the choice.
+LOCAL_DEFAULT_MODEL = "local/qwen2.5-coder-1.5b"
 
 
 class ModelParams(BaseModel):

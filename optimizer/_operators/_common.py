@@ -222,6 +222,13 @@ class Edit:
         else:
             self._mapping(agent)[tool] = override
 
+    def describe(self, agent: str, tool: str, description: str) -> None:
+        """Replace the description of a tool an agent is offered (its tools.yaml override)."""
+        entries = self._mapping(agent)
+        if entries[tool] is None:
+            entries[tool] = CommentedMap()
+        entries[tool]["description"] = description
+
     def hide(self, agent: str, tool: str) -> None:
         entries = self.tools[agent]
         if isinstance(entries, list):

@@ -20,6 +20,8 @@ from atoll.evals import Grade, ReferenceCall, Task, evaluate, grade_episode, loa
 from atoll.harnesses import Episode, load_harness, run_episode
 from atoll.harnesses.models import LOCAL_DEFAULT_MODEL, ScriptedModel
 
+TEXT_MODEL = "local/gemma-3-270m"  # an embedded base model: the text protocol
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = load_suite(ROOT / "evals" / "clinic")
 HARNESS = ROOT / "harnesses" / "clinic_agent"
@@ -269,11 +271,12 @@ def act(tool: str, **args: object) -> str:
     return " " + json.dumps({"tool": tool, "args": args})
 
 
-def test_the_start_harness_loads_on_the_embedded_model_and_text_protocol() -> None:
+def test_the_start_harness_loads_on_the_embedded_model_and_native_protocol() -> None:
     harness = load_harness(HARNESS)
     assert harness.world.name == "clinic" and harness.config.model == LOCAL_DEFAULT_MODEL
+    assert harness.protocol_for("desk", LOCAL_DEFAULT_MODEL) == "native"
     assert harness.entry == "desk" and harness.agent("desk").delegates == ["appointments"]
-    assert harness.protocol_for("desk", LOCAL_DEFAULT_MODEL) == "text"
+    assert harness.protocol_for("desk", TEXT_MODEL) == "text"
     assert harness.protocol_for("appointments", "openai/gpt-4o-mini") == "native"
 
 
@@ -297,7 +300,7 @@ async def test_text_prompts_stay_small_and_chat_prompts_carry_the_whole_policy()
         single = harness.with_files(
             {"harness.yaml": harness.files()["harness.yaml"].replace("entry: desk", f"entry: {agent}")}
         )
-        text = ScriptedModel([act("reply", message="ok")], name=LOCAL_DEFAULT_MODEL)
+        text = ScriptedModel([act("reply", message="ok")], name=TEXT_MODEL)
         chat = ScriptedModel(["ok"], name="openai/x")
         for model in (text, chat):
             with harness.world.instance("harborview") as instance:
@@ -325,7 +328,7 @@ def test_a_scripted_model_passes_a_train_task_through_the_delegate() -> None:
                 message="Rocket's appointment is cancelled. It was less than 24 hours ahead, so a $35 fee applies.",
             ),
         ],
-        name=LOCAL_DEFAULT_MODEL,
+        name=TEXT_MODEL,
     )
     result = evaluate(HARNESS, SUITE, model=model, tasks=["cancel-late-with-fee"], seeds=[0])
     (episode,) = result.results

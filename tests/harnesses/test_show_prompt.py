@@ -169,14 +169,15 @@ def test_show_prompt_alone_renders_the_entry_prompt_and_runs_nothing(monkeypatch
     monkeypatch.setattr(_try, "get_model", no_model)
     result = runner.invoke(app, ["try", "harnesses/support_agent", "--show-prompt"])
     assert result.exit_code == 0, result.output
-    (expected,) = render_prompt(load_harness(ROOT / "harnesses" / "support_agent"))
+    expected = render_prompt(load_harness(ROOT / "harnesses" / "support_agent"))
     assert "triage: system prompt" in result.stdout
-    assert expected.text.rstrip() in result.stdout, "every line whole, never wrapped or cut"
-    assert f"prompt sha256 {prompt_hash([expected])}" in result.stdout
+    for part in expected:
+        assert part.text.rstrip() in result.stdout, "every line whole, never wrapped or cut"
+    assert f"prompt sha256 {prompt_hash(expected)}" in result.stdout
     as_json = json.loads(
         runner.invoke(app, ["try", "harnesses/support_agent", "--show-prompt", "--json"]).stdout
     )
-    assert as_json == {"prompt_hash": prompt_hash([expected]), "prompts": [expected.model_dump()]}
+    assert as_json == {"prompt_hash": prompt_hash(expected), "prompts": [p.model_dump() for p in expected]}
 
 
 def test_show_prompt_with_a_message_prints_the_messages_sent_then_the_episode(

@@ -11,6 +11,8 @@ import pytest
 from atoll.harnesses import Episode, Limits, load_harness, run_episode
 from atoll.harnesses.models import LOCAL_DEFAULT_MODEL, ScriptedModel, get_model
 
+TEXT_MODEL = "local/gemma-3-270m"  # an embedded base model: the text protocol
+
 HARNESS = Path(__file__).parents[2] / "harnesses" / "support_agent"
 WRITE_TOOLS = {"refund_items", "refund_order", "start_return", "add_order_note", "verify_identity"}
 
@@ -35,11 +37,12 @@ def damaged_item_case(instance) -> dict:
     )[0]
 
 
-def test_the_shipped_harness_defaults_to_the_embedded_model_and_the_text_protocol(harness) -> None:
+def test_the_shipped_harness_defaults_to_the_embedded_model_that_acts_on_native_tool_calls(harness) -> None:
     assert harness.config.model == LOCAL_DEFAULT_MODEL
+    assert harness.protocol_for("triage", LOCAL_DEFAULT_MODEL) == "native"
     assert harness.world.name == "helpdesk"
     assert harness.entry == "triage" and "refunds" in harness.agent("triage").delegates
-    assert harness.protocol_for("triage", LOCAL_DEFAULT_MODEL) == "text"
+    assert harness.protocol_for("triage", TEXT_MODEL) == "text"
     assert harness.protocol_for("refunds", "openai/gpt-4o-mini") == "native"
 
 
@@ -62,7 +65,7 @@ async def test_text_prompts_stay_small_and_chat_prompts_carry_the_whole_policy(h
             {"harness.yaml": harness.files()["harness.yaml"].replace("entry: triage", f"entry: {agent}")}
         )
         text, chat = (
-            ScriptedModel([act("reply", message="ok")], name=LOCAL_DEFAULT_MODEL),
+            ScriptedModel([act("reply", message="ok")], name=TEXT_MODEL),
             ScriptedModel(["ok"], name="openai/x"),
         )
         for model in (text, chat):
@@ -98,7 +101,7 @@ async def test_a_scripted_refund_through_the_refunds_agent_changes_exactly_the_r
                 act("reply", message="Refunded the item."),
                 act("reply", message="I refunded the broken item to your card."),
             ],
-            name=LOCAL_DEFAULT_MODEL,
+            name=TEXT_MODEL,
         )
         message = (
             f"I'm {case['email']}, PIN {case['support_pin']}. An item of {case['order_id']} arrived broken."
@@ -131,7 +134,7 @@ async def test_a_short_real_episode_on_the_embedded_model_completes(harness) -> 
         ep = await run_episode(
             small,
             instance,
-            get_model(LOCAL_DEFAULT_MODEL),
+            get_model(TEXT_MODEL),
             "Where is my order ORD-1092?",
             limits=Limits(turns=1, tool_calls=1),
         )

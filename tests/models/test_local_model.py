@@ -5,7 +5,9 @@ import time
 
 import pytest
 
-from atoll.harnesses.models import LOCAL_DEFAULT_MODEL, ModelParams, ResponseCache, get_model
+from atoll.harnesses.models import ModelParams, ResponseCache, get_model
+
+FAST_MODEL = "local/gemma-3-270m"  # the smallest embedded model: engine tests run on it
 
 pytestmark = [
     pytest.mark.local_model,
@@ -23,7 +25,7 @@ PROMPT = [
 
 
 async def test_the_local_model_completes_text_and_replays_from_the_cache(tmp_path):
-    model = get_model(LOCAL_DEFAULT_MODEL, cache=ResponseCache(tmp_path / "calls.sqlite"))
+    model = get_model(FAST_MODEL, cache=ResponseCache(tmp_path / "calls.sqlite"))
     params = ModelParams(max_tokens=16, stop=["\n"])
 
     first = await model.complete(PROMPT, params=params)
@@ -39,7 +41,7 @@ async def test_the_local_model_completes_text_and_replays_from_the_cache(tmp_pat
 
 
 async def test_sampled_local_answers_repeat_for_the_same_sample():
-    model = get_model(LOCAL_DEFAULT_MODEL)
+    model = get_model(FAST_MODEL)
     params = ModelParams(max_tokens=8, temperature=1.0)
     prompt = [{"role": "user", "content": "Once upon a time"}]
 
@@ -52,16 +54,16 @@ async def test_sampled_local_answers_repeat_for_the_same_sample():
 def test_the_installed_engine_passes_its_check_on_this_cpu():
     from atoll.harnesses.models._local import check_engine
 
-    setup = check_engine(LOCAL_DEFAULT_MODEL.removeprefix("local/"))
+    setup = check_engine(FAST_MODEL.removeprefix("local/"))
 
     assert setup.system_info.startswith("CPU :")  # llama.cpp's own list, printed by the probe
-    assert check_engine(LOCAL_DEFAULT_MODEL.removeprefix("local/")) == setup  # remembered, not probed again
+    assert check_engine(FAST_MODEL.removeprefix("local/")) == setup  # remembered, not probed again
 
 
 def test_an_agent_interrupted_by_another_answers_the_same_from_its_saved_state():
     from atoll.harnesses.models import _local
 
-    name = LOCAL_DEFAULT_MODEL.removeprefix("local/")
+    name = FAST_MODEL.removeprefix("local/")
     caller = [{"role": "system", "content": "Q: What is the capital of Italy?\nA: Rome"}, PROMPT[1]]
     other = [{"role": "system", "content": "Q: What is the capital of Spain?\nA: Madrid"}, PROMPT[1]]
 
@@ -83,7 +85,7 @@ def test_reading_a_long_prompt_does_not_count_against_the_timeout_but_writing_do
     still writing when the time is up is cut."""
     from atoll.harnesses.models import _local
 
-    name = LOCAL_DEFAULT_MODEL.removeprefix("local/")
+    name = FAST_MODEL.removeprefix("local/")
     long = [{"role": "user", "content": "The shop opens at nine and closes at five. " * 60 + "Q: When?\nA:"}]
     timeout_s = 0.05
 
@@ -109,7 +111,7 @@ def test_reading_a_long_prompt_does_not_count_against_the_timeout_but_writing_do
 def test_a_model_in_a_loop_is_stopped_after_the_third_copy():
     from atoll.harnesses.models import _local
 
-    name = LOCAL_DEFAULT_MODEL.removeprefix("local/")
+    name = FAST_MODEL.removeprefix("local/")
     looping = [{"role": "user", "content": "I like cats. " * 12}]
     out = _local.generate(
         name, looping, max_tokens=200, temperature=0.0, top_p=None, stop=None, seed=0, timeout_s=120

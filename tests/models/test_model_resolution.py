@@ -34,7 +34,7 @@ def test_a_missing_api_key_is_named_in_one_line_with_the_local_way_out(monkeypat
 
     message = str(caught.value)
     assert "OPENAI_API_KEY" in message
-    assert "--model local/gemma-3-270m" in message
+    assert f"--model {LOCAL_DEFAULT_MODEL}" in message
     assert "\n" not in message
 
 

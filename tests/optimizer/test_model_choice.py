@@ -20,16 +20,21 @@ GEMMA, QWEN, SMOL = "local/gemma-3-270m", "local/qwen2.5-coder-0.5b", "local/smo
 GPT = "openai/gpt-4o-mini"
 
 
-@pytest.fixture(scope="module")
-def support() -> Harness:
-    return load_harness(ROOT / "harnesses" / "support_agent")
-
-
 def with_config(harness: Harness, change) -> Harness:
     """The harness with harness.yaml changed by `change(config)` (a plain dict), reloaded."""
     config = yaml.safe_load(harness.files()["harness.yaml"])
     change(config)
     return harness.with_files({"harness.yaml": yaml.safe_dump(config, sort_keys=False)})
+
+
+@pytest.fixture(scope="module")
+def support() -> Harness:
+    """The shipped support agent with gemma as its model, one line changed (the rest as shipped)."""
+    harness = load_harness(ROOT / "harnesses" / "support_agent")
+    text = harness.files()["harness.yaml"]
+    shipped = f"model: {harness.config.model}\n"
+    assert shipped in text
+    return harness.with_files({"harness.yaml": text.replace(shipped, f"model: {GEMMA}\n")})
 
 
 def context(harness: Harness, models: list[str], seed: int = 0) -> ProposalContext:
