@@ -218,8 +218,12 @@ LINE_ITEM: dict[str, Any] = {
 
 
 def shaped(unmodelled: dict[str, Any], modelled: dict[str, Any]) -> dict[str, Any]:
-    """An object as Stripe serializes it: `id` and `object` first, then every field in alphabetical order,
-    the world's value where it models the field, else `unmodelled`'s."""
-    merged = {**unmodelled, **modelled}
-    head = {key: merged.pop(key) for key in ("id", "object") if key in merged}
-    return {**head, **dict(sorted(merged.items()))}
+    """An object as Stripe serializes it: `id` and `object` first, then every field in alphabetical order
+    (in its nested hashes too), the world's value where it models the field, else `unmodelled`'s."""
+    return _ordered({**unmodelled, **modelled})
+
+
+def _ordered(value: dict[str, Any]) -> dict[str, Any]:
+    head = {key: value[key] for key in ("id", "object") if key in value}
+    rest = sorted((key, item) for key, item in value.items() if key not in head)
+    return {**head, **{key: _ordered(item) if isinstance(item, dict) else item for key, item in rest}}

@@ -60,7 +60,7 @@ def retrieve_balance(ctx: ToolContext) -> dict:
             {
                 "amount": sums["available"],
                 "currency": "usd",
-                "source_types": {**f.SOURCE_TYPES, "card": sums["available"]},
+                "source_types": f.shaped(f.SOURCE_TYPES, {"card": sums["available"]}),
             }
         ],
         "livemode": False,
@@ -68,7 +68,7 @@ def retrieve_balance(ctx: ToolContext) -> dict:
             {
                 "amount": sums["pending"],
                 "currency": "usd",
-                "source_types": {**f.SOURCE_TYPES, "card": sums["pending"]},
+                "source_types": f.shaped(f.SOURCE_TYPES, {"card": sums["pending"]}),
             }
         ],
     }
