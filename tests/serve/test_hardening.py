@@ -161,3 +161,22 @@ def test_websocket_and_mcp_sessions_hold_the_same_bounded_share(serve) -> None:
             for _ in range(40)
         ]
         assert errors[0] is None and errors[-1]["code"] == -32000 and "bytes" in errors[-1]["message"]
+
+
+# -- case 9: no face takes every session --------------------------------------------------------------------
+
+
+def test_rest_keys_cannot_lock_websocket_and_mcp_clients_out(serve) -> None:
+    app = create_app(["payments"], defaults=ResetRequest(world="payments"), max_sessions=20)
+    with serve(app) as base:
+        statuses = [
+            httpx.get(f"{base}/rest/payments/key{n}/v1/balance", headers=AUTH).status_code for n in range(22)
+        ]
+        assert statuses == [200] * 10 + [429] * 12
+        with connect(base.replace("http", "ws") + "/ws") as socket:
+            socket.send(json.dumps({"type": "reset", "data": {}}))
+            assert json.loads(socket.recv(timeout=10))["type"] == "observation"
+        created = httpx.post(
+            f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}
+        )
+        assert "session_id" in created.json()["result"]

@@ -145,7 +145,7 @@ class McpWorld:
                 ) from None
         else:
             try:
-                session = manager.open()
+                session = manager.open("mcp")
             except SessionLimitReached as full:
                 raise MCPError(_SERVER_ERROR, str(full)) from None
             connections.by_key[key] = session.id

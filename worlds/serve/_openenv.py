@@ -400,7 +400,7 @@ async def _rpc_method(
 ) -> dict[str, Any]:
     session_id = params.get("session_id")
     if method == "openenv/session/create":
-        return {"session_id": manager.open().id}
+        return {"session_id": manager.open("mcp").id}
     if method == "openenv/session/close":
         if not session_id:
             raise _RpcError(_INVALID_PARAMS, "openenv/session/close needs params.session_id")
@@ -427,7 +427,7 @@ async def _rpc_method(
                 _INVALID_PARAMS, "tools/call needs params.name (a string) and params.arguments (an object)"
             )
         # Without a session_id the call runs on a throwaway instance of the default fixture, as in OpenEnv.
-        session = manager.get(session_id) if session_id else manager.open()
+        session = manager.get(session_id) if session_id else manager.open("mcp")
         try:
             instance = await conversation.instance(session)
             session.check_room()

@@ -145,7 +145,7 @@ class RestInstances:
             if entry is None or entry.session.closed:
                 self._prune()
                 try:
-                    entry = _Entry(self.manager.open())
+                    entry = _Entry(self.manager.open("rest"))
                 except SessionLimitReached as full:
                     raise RestError(429, str(full), code="rate_limit") from None
                 self._entries[(world, key)] = entry

@@ -12,7 +12,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,13 +28,22 @@ log = logging.getLogger(__name__)
 MAX_INSTANCE_BYTES = 8 << 20
 
 
-class SessionLimitReached(Exception):
-    """Every session slot is taken; the client may retry once another closes or expires."""
+Face = Literal["ws", "mcp", "rest"]
+FACE_NAMES = {"ws": "WebSocket", "mcp": "/mcp", "rest": "REST key"}
 
-    def __init__(self, live: int, limit: int) -> None:
+
+class SessionLimitReached(Exception):
+    """Every session slot is taken, or every one of a face's share; the client may retry once another closes
+    or expires."""
+
+    def __init__(self, live: int, limit: int, face: Face | None = None) -> None:
+        where = (
+            f"{FACE_NAMES[face]}s hold {live} sessions, their share of this server's"
+            if face is not None
+            else f"{live} sessions are live, the most this server allows"
+        )
         super().__init__(
-            f"{live} sessions are live, the most this server allows; close one or wait for idle ones "
-            "to expire (raise the limit with --max-sessions)"
+            f"{where}; close one or wait for idle ones to expire (raise the limit with --max-sessions)"
         )
         self.live = live
         self.limit = limit
@@ -81,8 +90,9 @@ class ResetRequest(BaseModel):
 class Session:
     """One client's private instance, replaced on every reset."""
 
-    def __init__(self, session_id: str, manager: SessionManager) -> None:
+    def __init__(self, session_id: str, manager: SessionManager, face: Face = "ws") -> None:
         self.id = session_id
+        self.face = face
         self.instance: Instance | None = None
         self.request: ResetRequest | None = None
         self.closed = False
@@ -188,6 +198,7 @@ class SessionManager:
         idle_seconds: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
         max_instance_bytes: int = MAX_INSTANCE_BYTES,
+        rest_share: int | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
@@ -199,6 +210,10 @@ class SessionManager:
         self.idle_seconds = idle_seconds
         self.clock = clock
         self.max_instance_bytes = max_instance_bytes
+        # The sessions REST keys may hold: by default half the slots. Any request under a new key opens one, so
+        # without a share 22 keys on 20 sessions kept every WebSocket and /mcp client out for the idle timeout;
+        # a WebSocket or an /mcp session is opened on purpose, one at a time, and may use every free slot.
+        self.rest_share = rest_share or max(1, -(-max_sessions // 2))
         self._sessions: dict[str, Session] = {}
 
     def __len__(self) -> int:
@@ -209,12 +224,17 @@ class SessionManager:
         thread before `Session.reset`, which then takes about a millisecond."""
         self.catalog.get(request.world).load_fixture(request.fixture)
 
-    def open(self) -> Session:
-        """A new empty session; raises SessionLimitReached when every slot is taken."""
+    def open(self, face: Face = "ws") -> Session:
+        """A new empty session for a client of `face`; raises SessionLimitReached when every slot is taken,
+        or (REST keys) every one of their share."""
         self.reap()
         if len(self._sessions) >= self.max_sessions:
             raise SessionLimitReached(len(self._sessions), self.max_sessions)
-        session = Session(secrets.token_urlsafe(12), self)
+        if face == "rest":
+            held = sum(session.face == "rest" for session in self._sessions.values())
+            if held >= self.rest_share:
+                raise SessionLimitReached(held, self.rest_share, face)
+        session = Session(secrets.token_urlsafe(12), self, face)
         self._sessions[session.id] = session
         return session
 
