@@ -39,6 +39,13 @@ class UnknownJob(JobError):
     code = "job_not_found"
 
 
+class BrokenJob(JobError):
+    """A job's row that cannot be read back (edited in the store, or written by an older Atoll)."""
+
+    status = 500
+    code = "broken_job"
+
+
 class UnknownHarness(JobError):
     """The harness named is not one the service serves."""
 
@@ -56,9 +63,10 @@ class JobConflict(JobError):
 class _JobSettings(BaseModel):
     """The options a recipe file and a `POST /jobs` request share (`JobOptions`, `JobRequestOptions`): the
     optimizer's own settings (`config_field`: the same bounds, defaults and descriptions as `optimize run`'s),
-    and the release gate's."""
+    and the release gate's. Numbers are finite: `max_cost_usd: 1e400` (infinity) made a job whose JSON no
+    response could carry."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     objective: Objective = config_field("objective")
     operators: list[str] | None = config_field("operators")

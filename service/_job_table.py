@@ -4,12 +4,17 @@ Only this module reads or writes it."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
+
+from pydantic_core import from_json
 
 from atoll.evals import RunStore
 from atoll.worlds.base import live_status, now_text, process_owner
 
-from ._job_models import Job, JobKind, UnknownJob
+from ._job_models import BrokenJob, Job, JobKind, UnknownJob
+
+_log = logging.getLogger(__name__)
 
 TABLE = "jobs"
 
@@ -49,10 +54,13 @@ class JobTable:
             db[TABLE].create_index(["status"], if_not_exists=True)
 
     def get(self, job_id: str) -> Job:
-        rows = self._rows("id = ?", [job_id])
+        rows = self.store.read(f"SELECT * FROM {TABLE} WHERE id = ?", [job_id])
         if not rows:
             raise UnknownJob(f"no job {job_id!r}; GET /jobs lists them")
-        return rows[0]
+        try:
+            return _job(dict(rows[0]))
+        except ValueError as error:
+            raise BrokenJob(f"job {job_id} is broken in the runs store: {_first_line(error)}") from None
 
     def list(self, *, harness: str | None = None, limit: int | None = 50) -> list[Job]:
         """Jobs, newest first."""
@@ -116,7 +124,17 @@ class JobTable:
         return True
 
     def _rows(self, where: str, values: list[Any]) -> list[Job]:
-        return [_job(dict(row)) for row in self.store.read(f"SELECT * FROM {TABLE} WHERE {where}", values)]
+        """The jobs of the rows found; a row that cannot be read back is logged and left out, so one broken
+        job never breaks the listing of every other."""
+        jobs = []
+        for row in self.store.read(f"SELECT * FROM {TABLE} WHERE {where}", values):
+            try:
+                jobs.append(_job(dict(row)))
+            except ValueError as error:
+                _log.warning(
+                    "job %s is broken in the runs store (%s); left out", row["id"], _first_line(error)
+                )
+        return jobs
 
 
 def _row(job: Job) -> dict[str, Any]:
@@ -128,7 +146,11 @@ def _row(job: Job) -> dict[str, Any]:
 
 def _job(row: dict[str, Any]) -> Job:
     values = {**row, "status": live_status(row)}  # `running` under a process that is gone: interrupted
-    values["options"] = json.loads(row["options"])
-    values["result"] = json.loads(row["result"] or "{}")
+    values["options"] = from_json(row["options"] or b"")  # depth-bounded; a ValueError when broken
+    values["result"] = from_json(row["result"] or "{}")
     values["outcome"] = row["outcome"] or ""
     return Job.model_validate(values)
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -251,6 +251,33 @@ def test_a_failing_job_is_recorded_and_the_service_keeps_serving(repo: Path, sto
         assert httpx.get(f"{url}/health").json() == {"status": "healthy"}  # the worlds' app is still there
 
 
+def test_a_job_with_an_infinite_budget_is_refused_and_a_broken_row_never_breaks_the_listing(
+    repo: Path, store: RunStore, serve
+) -> None:
+    body = b'{"harness": "%s", "kind": "optimize", "options": {"max_minutes": 5, "max_cost_usd": 1e400}}'
+    with serve(service(repo, store)) as url:
+        refused = httpx.post(
+            f"{url}/jobs", content=body % NAME.encode(), headers={"content-type": "application/json"}
+        )
+        assert refused.status_code == 400 and "max_cost_usd" in refused.json()["error"]["message"]
+        assert httpx.get(f"{url}/jobs").json()["data"] == [], "nothing was created"
+        options = {"operators": ["breaks"], "max_proposals": 1, "max_minutes": 5}
+        started = httpx.post(f"{url}/jobs", json={"harness": NAME, "kind": "optimize", "options": options})
+        job_id = started.json()["id"]
+        ended(url, job_id)
+        store.db.execute(
+            "UPDATE jobs SET options = replace(options, '\"max_minutes\": 5', '\"max_minutes\": Infinity')"
+        )
+        store.db.execute(
+            "INSERT INTO jobs (id, harness, kind, options, status) VALUES ('job-bad', ?, 'optimize', '[', 'failed')",
+            [NAME],
+        )
+        listing = httpx.get(f"{url}/jobs")
+        assert listing.status_code == 200 and listing.json()["data"] == []
+        one = httpx.get(f"{url}/jobs/{job_id}")
+        assert one.status_code == 500 and one.json()["error"]["code"] == "broken_job"
+
+
 def test_one_job_per_harness_cancel_and_a_stopping_service_interrupts(
     repo: Path, store: RunStore, serve
 ) -> None:
