@@ -44,6 +44,12 @@ def get_world(name: str | World, *, near: Path | str | None = None) -> World:
         return name.validate()
     if name in _loaded:
         return _loaded[name]
+    if not all(part.isidentifier() for part in name.split(".")):
+        # `.x`, `a/b`, `../../etc/passwd`: no module is named so; refused before anything is imported
+        raise UnknownWorld(
+            f"no world {name[:100]!r}: a world is named by a Python name (`helpdesk`) or a dotted module "
+            "path (`mypkg.mydesk`), not a path or a relative name"
+        )
     if "." in name:
         _loaded[name] = _world_of(_import(name, name), name).validate()
         return _loaded[name]
@@ -123,6 +129,8 @@ def _import(module_name: str, name: str) -> ModuleType:
         if error.name and module_name.startswith(error.name):
             raise UnknownWorld(f"no world {name!r}: no module {module_name!r}") from None
         raise
+    except (TypeError, ValueError) as error:  # a name importlib refuses outright (relative, empty parts)
+        raise UnknownWorld(f"no world {name!r}: {error}") from None
 
 
 def _import_from(folder: Path, name: str) -> ModuleType:

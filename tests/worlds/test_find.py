@@ -153,3 +153,24 @@ def test_the_default_fixture_is_the_marked_one_else_the_first() -> None:
     assert world.default_fixture == "chosen"
     with pytest.raises(WorldDefinitionError, match="both marked default"):
         world.fixture("again", epoch="2026-01-01 00:00:00", default=True)(lambda fx: None)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["world", "show", ".x"],
+        ["world", "show", "a/b"],
+        ["world", "show", "x."],
+        ["mcp", ".x"],
+        ["serve", "--world", "../../etc/passwd"],
+    ],
+)
+def test_a_world_name_that_is_a_path_or_relative_is_one_line_and_a_usage_error(args: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from atoll.cli import app
+
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "no world" in result.stderr and "Traceback" not in result.output
+    assert "serving" not in result.stderr
