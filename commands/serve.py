@@ -44,10 +44,12 @@ def mcp_command(
     Example: `optimize mcp helpdesk` (stdio, default fixture), or add `--fixture big_retailer --http --port 8765`.
     """
     from atoll.worlds import get_world
-    from atoll.worlds.serve import run_mcp
+    from atoll.worlds.serve import check_port, run_mcp
 
     world = get_world(world_name)
     try:
+        if http:
+            check_port(host, port)
         run_mcp(
             world,
             fixture or world.default_fixture,
@@ -130,7 +132,7 @@ def serve_command(
     Example: `optimize serve --harness harnesses/support_agent --workers 4` answers from four processes.
     """
     from atoll.worlds import Clock, get_world
-    from atoll.worlds.serve import ResetRequest, check_bind, run_server
+    from atoll.worlds.serve import ResetRequest, check_bind, check_port, run_server
 
     try:
         check_bind(host, token)  # before anything says "serving"
@@ -159,6 +161,7 @@ def serve_command(
             fail(f"world {world.name!r} has no fixture {fixture!r}; it has: {', '.join(world.fixtures)}")
     try:
         Clock.parse(clock)
+        check_port(host, port)  # last: a port in use is one line, not "serving" and then uvicorn's ERROR
     except ValueError as error:
         fail(str(error))
     defaults = ResetRequest(

@@ -28,7 +28,7 @@ from atoll.optimizer import ReportError, list_optimizations, load_run_report, pr
 
 from ._records import RecordStore, ReleaseTraffic
 from ._releases import MAX_NUMBER, ReleaseChain, ReleaseError, StaleRelease
-from ._wire import error_body
+from ._wire import error_body, query_params
 
 CONSOLE = Path(__file__).parent / "console"
 MAX_LIST = 1000
@@ -135,7 +135,7 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
     def list_runs(request: Request) -> dict[str, Any] | JSONResponse:
         """The latest runs first, with the kinds there are (the page's filter)."""
         try:
-            query = RunsQuery.model_validate(dict(request.query_params))
+            query = RunsQuery.model_validate(query_params(request))
         except ValidationError as error:
             return _invalid(error, "query")
         runs = store.runs(limit=query.limit, kind=query.kind)
@@ -176,7 +176,7 @@ def console_router(store: RunStore, releases: ReleaseChain, records: RecordStore
     def optimizations(request: Request) -> dict[str, Any] | JSONResponse:
         """The latest optimization runs first."""
         try:
-            query = ListQuery.model_validate(dict(request.query_params))
+            query = ListQuery.model_validate(query_params(request))
         except ValidationError as error:
             return _invalid(error, "query")
         return {"data": [run.model_dump() for run in list_optimizations(store, limit=query.limit)]}

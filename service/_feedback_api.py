@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._records import FeedbackIn, FeedbackLimit, RecordStore, UnknownRecord
-from ._wire import error_body
+from ._wire import error_body, query_params
 
 MAX_LIST = 1000
 
@@ -76,7 +76,7 @@ def records_router(records: RecordStore) -> APIRouter:
         """Record summaries, newest first (a session's: oldest first), each with its feedback; a page of
         `limit`, `has_more` saying whether another follows (ask for it with `after=<last_id>`)."""
         try:
-            query = RecordQuery.model_validate(dict(request.query_params))
+            query = RecordQuery.model_validate(query_params(request))
         except ValidationError as error:
             return _invalid(error, "query")
         try:  # one more than asked: whether there is a next page

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ._job_models import JobError, JobOptions, JobPlan, JobRequest
 from ._jobs import Jobs
 from ._recipe_loop import RecipeLoop
-from ._wire import error_body
+from ._wire import error_body, query_params
 
 MAX_LIST = 1000
 
@@ -98,7 +98,7 @@ def jobs_router(jobs: Jobs, recipes: RecipeLoop | None = None) -> APIRouter:
     async def list_jobs(request: Request) -> dict[str, Any] | JSONResponse:
         """Jobs, newest first."""
         try:
-            query = JobQuery.model_validate(dict(request.query_params))
+            query = JobQuery.model_validate(query_params(request))
         except ValidationError as error:
             return _invalid(error, "query")
         found = jobs.list(harness=query.harness, limit=query.limit)

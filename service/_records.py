@@ -137,7 +137,10 @@ class RecordPolicy(BaseModel):
     @field_validator("retention_days", mode="before")
     @classmethod
     def _forever(cls, value: Any) -> Any:
-        """TOML has no null: `retention_days = "forever"` says to keep every record."""
+        """TOML has no null: `retention_days = "forever"` says to keep every record. A boolean is no number of
+        days (pydantic would read `true` as 1)."""
+        if isinstance(value, bool):
+            raise ValueError(f'a number of days, or "forever"; not {str(value).lower()}')
         return None if value == "forever" else value
 
     def hook(self) -> Callable[[dict[str, Any]], Any] | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import from_json
+from starlette.requests import Request
 
 from atoll.evals import MAX_SEED
 from atoll.harnesses import StepAnswer
@@ -166,6 +167,12 @@ def parse_request(body: bytes) -> ChatRequest:
         where = ".".join(str(part) for part in first["loc"]) or "body"
         message = first["msg"].removeprefix("Value error, ")
         raise RequestError(message if message.startswith(f"{where}.") else f"{where}: {message}") from None
+
+
+def query_params(request: Request) -> dict[str, str]:
+    """A GET's query for its model, without `token`: docs/serving.md lets a GET carry the token as ?token=
+    (the guard checks it), and the query models forbid keys they do not know."""
+    return {key: value for key, value in request.query_params.items() if key != "token"}
 
 
 ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}

@@ -180,3 +180,40 @@ def test_rest_keys_cannot_lock_websocket_and_mcp_clients_out(serve) -> None:
             f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}
         )
         assert "session_id" in created.json()["result"]
+
+
+# -- case 12: the smaller ones ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("session_id", [["a"], {"a": 1}, 7])
+def test_an_mcp_session_id_that_is_no_string_is_invalid_params(url: str, session_id: object) -> None:
+    params = {"session_id": session_id, "name": "retrieve_balance", "arguments": {}}
+    for method in ("tools/call", "tools/list", "openenv/session/close"):
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        assert httpx.post(f"{url}/mcp", json=body).json()["error"]["code"] == -32602, method
+
+
+async def test_the_stdio_mcp_server_answers_garbage_with_a_parse_error() -> None:
+    import io
+
+    import anyio
+
+    from atoll.worlds.serve._mcp import McpWorld, _serve_stdio
+
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    written = io.StringIO()
+    stdin = anyio.wrap_file(io.StringIO("not json at all\n" + json.dumps(hello) + "\n"))
+    server = McpWorld("helpdesk", "small_shop").server
+    await _serve_stdio(server, stdin=stdin, stdout=anyio.wrap_file(written))
+    first, second = (json.loads(line) for line in written.getvalue().splitlines()[:2])
+    assert first["id"] is None and first["error"]["code"] == -32700
+    assert second["id"] == 1 and "result" in second, "the session goes on"

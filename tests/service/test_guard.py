@@ -244,3 +244,23 @@ def test_a_burst_of_silent_connections_does_not_drop_a_client_halfway_through_it
                 for sock in burst:
                     sock.close()
     assert reply.startswith(b"HTTP/1.1 200"), reply
+
+
+def test_a_get_may_carry_the_token_in_its_query_as_the_docs_allow(store: RunStore, serve) -> None:
+    with serve(create_service_app(worlds=["helpdesk"], store=store, token=TOKEN)) as url:
+        for path in ("/v1/records", "/jobs", "/api/runs", "/api/optimizations"):
+            answer = httpx.get(f"{url}{path}", params={"token": TOKEN, "limit": 5})
+            assert answer.status_code == 200, (path, answer.text)
+            assert httpx.get(f"{url}{path}", params={"token": "wrong"}).status_code == 401
+
+
+def test_serving_on_a_port_in_use_is_one_line_before_anything_says_serving(store: RunStore) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for args in (["serve", "--port", port], ["mcp", "helpdesk", "--http", "--port", port]):
+            result = CliRunner().invoke(cli_app, args)
+            assert result.exit_code == 2, result.output
+            assert f"cannot serve on 127.0.0.1:{port}" in result.stderr and "serving" not in result.stderr
+            assert "Traceback" not in result.output

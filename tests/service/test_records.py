@@ -486,7 +486,7 @@ def test_a_failed_prune_never_fails_the_call_being_recorded(
     assert "pruning failed (OperationalError: database is locked)" in caplog.text
 
 
-@pytest.mark.parametrize("days", ["1000000", "inf", "nan", "0", "-1"])
+@pytest.mark.parametrize("days", ["1000000", "inf", "nan", "0", "-1", "true", "false"])
 def test_a_retention_no_date_can_hold_is_refused_when_the_policy_loads(tmp_path: Path, days: str) -> None:
     with pytest.raises(ProjectError, match="records.retention_days"):
         load_record_policy(project_with(tmp_path, f"retention_days = {days}"))

@@ -7,7 +7,7 @@ number alive at once is bounded, and idle ones are closed. See docs/serving.md.
 
 from ._auth import Guard, check_bind, check_token, is_loopback
 from ._catalog import WorldCatalog
-from ._http import connection_limits, guarded_protocol
+from ._http import check_port, connection_limits, guarded_protocol
 from ._mcp import create_mcp_http_app, create_mcp_server, run_mcp
 from ._openenv import create_app, run_server
 from ._rest import OpenRequest, RestInstances, rest_router
@@ -34,6 +34,7 @@ __all__ = [
     "UnknownSession",
     "WorldCatalog",
     "check_bind",
+    "check_port",
     "check_token",
     "connection_limits",
     "create_app",

@@ -44,6 +44,21 @@ def connection_limits(busy: int) -> tuple[int, int]:
     return limit, max(16, limit // 4)
 
 
+def check_port(host: str, port: int) -> None:
+    """ValueError, in one line, when `host:port` cannot be bound (another server holds it, or the address is
+    not this machine's): checked before a server says it is serving, where uvicorn would log an ERROR."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is free
+            probe.bind(address)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ValueError(
+            f"cannot serve on {host}:{port}: {reason} (is another server using the port? pick one with --port)"
+        ) from None
+
+
 def _no_delay(transport: asyncio.Transport) -> None:
     """Send small writes at once (TCP_NODELAY). asyncio sets it only on connections accepted from a socket it
     made itself; the socket uvicorn binds for its worker processes (`--workers`) is made without naming TCP,

@@ -20,10 +20,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared._context_streams import create_context_streams
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -37,7 +40,7 @@ from ._sessions import ResetRequest, Session, SessionLimitReached, SessionManage
 SESSION_HEADER = "mcp-session-id"
 STATE_URI = "atoll://state"
 DOCUMENT_URI = "atoll://documents/"
-_INVALID_REQUEST, _INVALID_PARAMS, _SERVER_ERROR = -32600, -32602, -32000
+_PARSE_ERROR, _INVALID_REQUEST, _INVALID_PARAMS, _SERVER_ERROR = -32700, -32600, -32602, -32000
 
 
 @dataclass
@@ -291,9 +294,28 @@ def run_mcp(
     )
 
 
-async def _serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+async def _serve_stdio(server: Server[Any], **streams: Any) -> None:
+    """Serve over stdin and stdout (or the `stdin`, `stdout` given); a line that is not JSON-RPC is answered
+    with -32700, as JSON-RPC asks (the MCP server would drop it and leave the client waiting)."""
+    async with stdio_server(**streams) as (read_stream, write_stream):
+        parsed_writer, parsed = create_context_streams[SessionMessage | Exception](0)
+
+        async def answer_garbage() -> None:
+            async with parsed_writer:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        error = types.ErrorData(
+                            code=_PARSE_ERROR, message="Parse error: the line is not a JSON-RPC 2.0 message"
+                        )
+                        await write_stream.send(
+                            SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
+                        )
+                    else:
+                        await parsed_writer.send(item)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(answer_garbage)
+            await server.run(parsed, write_stream, server.create_initialization_options())
 
 
 class _ForgetEndedSessions:

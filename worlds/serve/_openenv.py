@@ -399,6 +399,8 @@ async def _rpc_method(
     method: str, params: dict[str, Any], manager: SessionManager, conversation: _Conversation, size: int
 ) -> dict[str, Any]:
     session_id = params.get("session_id")
+    if session_id is not None and not isinstance(session_id, str):
+        raise _RpcError(_INVALID_PARAMS, "params.session_id must be a string, as session/create returned it")
     if method == "openenv/session/create":
         return {"session_id": manager.open("mcp").id}
     if method == "openenv/session/close":
