@@ -92,6 +92,13 @@ def run(
             "`local/gemma-3-270m,local/smollm2-135m`; default keep the harness's."
         ),
     ] = None,
+    val_looks: Annotated[
+        int,
+        typer.Option(
+            help="Confirm a candidate on val in this many looks; one behind, or that cannot be accepted "
+            "whatever the rest of val shows, stops at a look (1: play all of val each time)."
+        ),
+    ] = 4,
     screen_size: Annotated[
         int,
         typer.Option(

@@ -55,6 +55,12 @@ class OptimizeConfig(BaseModel):
         "with fewer seeds than the always-passed veto needs, is decided again with both sides run on this "
         "many seeds of those tasks; 0 turns it off.",
     )
+    val_looks: int = Field(
+        4,
+        ge=1,
+        description="A candidate is confirmed on val in this many looks (the tasks in a seeded order), and "
+        "stopped at a look once it is behind or cannot be accepted whatever the rest shows (quality runs).",
+    )
     screen_size: int = Field(
         3, ge=1, description="Train tasks in the screen's first round; each next round doubles it."
     )

@@ -8,6 +8,7 @@ a batch like one already played would take (what the time budget plans with).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -15,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from atoll.evals import BatchProgress, BatchResult, RunStore, Suite, evaluate_batch, in_flight
+from atoll.evals.metrics import compute_metrics
 from atoll.harnesses import Harness
 from atoll.harnesses.models import Model
+from atoll.worlds.base.stats import look_sizes
 
 from ._config import OptimizeConfig, OptimizerPaused
 
@@ -82,6 +85,34 @@ class Evaluations:
         self.played[run_id] = result
         return result
 
+    async def val_in_looks(
+        self,
+        harness: Harness,
+        order: list[str],
+        looks: int,
+        stop: Callable[[BatchResult, list[str]], str | None],
+    ) -> tuple[BatchResult, str | None]:
+        """The harness on the val tasks in `order`, played in `looks` growing steps (see `look_sizes`); after
+        each step but the last, `stop(played so far, tasks left)` may end it early with its reason. One look
+        is the whole val batch as `val` plays it."""
+        if looks <= 1:
+            return await self.val(harness), None
+        sizes = look_sizes(len(order), looks)
+        batches: list[BatchResult] = []
+        for look, size in enumerate(sizes, start=1):
+            done = sum(len(batch.results) for batch in batches) // self.config.k
+            tasks = order[done:size]
+            self.on_start(
+                f"val look {look} of {len(sizes)}, {size} of {len(order)} tasks: {harness.hash[:8]}"
+            )
+            key = f"{look}of{len(sizes)}"
+            batches.append(await self.evaluate(harness, "gate", key=key, tasks=tasks, k=self.config.k))
+            played = joined(batches, self.suite.pass_threshold)
+            reason = stop(played, order[size:]) if size < len(order) else None
+            if reason:
+                return played, reason
+        return joined(batches, self.suite.pass_threshold), None
+
     async def val(self, harness: Harness) -> BatchResult:
         """The val batch a variant is decided on (stored as the `gate` role, which older runs resume by)."""
         return await self.evaluate(harness, "gate", split="val", k=self.config.k)
@@ -100,3 +131,21 @@ class Evaluations:
             return 0.0
         mean = sum(r.episode.duration_s for r in sample.results) / len(sample.results)
         return episodes * mean / min(in_flight(self.model, self.config.concurrency), episodes)
+
+
+def joined(batches: list[BatchResult], pass_threshold: float) -> BatchResult:
+    """One batch of several played on disjoint tasks of the same harness: the looks of a val confirmation."""
+    if len(batches) == 1:
+        return batches[0]
+    results = [result for batch in batches for result in batch.results]
+    k = batches[0].k
+    metrics = compute_metrics(
+        [r.outcome() for r in results], ks=[1, k] if k else None, pass_threshold=pass_threshold
+    )
+    return dataclasses.replace(
+        batches[-1],
+        results=results,
+        metrics=metrics,
+        elapsed_s=sum(batch.elapsed_s for batch in batches),
+        reused=sum(batch.reused for batch in batches),
+    )

@@ -30,7 +30,7 @@ from atoll.evals.metrics import EpisodeOutcome
 from atoll.harnesses import Harness, HarnessError, content_hash, load_harness
 from atoll.harnesses.models import Model, ModelUsage, ResponseCache, check_model, get_model, resolve_model
 from atoll.worlds.base import new_run_id
-from atoll.worlds.base.stats import Decision, PairedScores, decide, passes
+from atoll.worlds.base.stats import Decision, PairedScores, decide, futility, passes
 
 from . import git
 from ._commits import Commits
@@ -361,11 +361,18 @@ class Optimization:
                 self.optimizations.save_step(self.id, iteration, verdict="screened_out")
                 return self._rejected("screened_out", screen.reason)
             self._emit("screen", stage="confirming on the val split")
-            candidate_val = await self.evaluations.val(candidate)
+            candidate_val, stopped = await self._confirm_on_val(candidate, incumbent_val)
         except HarnessError as error:
             return self._invalid(iteration, str(error))
-        incumbent_evidence, candidate_evidence = _outcomes(incumbent_val), _outcomes(candidate_val)
+        played = {result.task_id for result in candidate_val.results}
+        incumbent_evidence = [o for o in _outcomes(incumbent_val) if o.task_id in played]
+        candidate_evidence = _outcomes(candidate_val)
         decision = self._decide(incumbent_evidence, candidate_evidence)
+        if stopped:  # a partial val batch decides nothing but that the candidate is out
+            decision = decision.model_copy(
+                update={"verdict": "reject", "reasons": [stopped, *decision.reasons]}
+            )
+            candidate_val = None  # nor is it a full val record a parent could be chosen by
         broken = self._unconfirmed_breaks(decision) if decision.accepted else []
         if broken:
             incumbent_evidence, candidate_evidence = await self._confirm(
@@ -380,6 +387,26 @@ class Optimization:
         self.commits.commit(iteration, proposal, decision, candidate)
         self.status.accepted += 1
         return "accept", candidate, candidate_val
+
+    async def _confirm_on_val(
+        self, candidate: Harness, incumbent_val: BatchResult
+    ) -> tuple[BatchResult, str | None]:
+        """The candidate on the val split, in looks when the run raises quality (see `futility`): its val
+        batch, whole or as far as it got, and why it stopped early (None when it played every task)."""
+        looks = self.config.val_looks if self.config.objective == "quality" else 1
+        incumbent = incumbent_val.scores()
+        order = sorted(incumbent)
+        random.Random(f"{self.config.seed}:val-order").shuffle(order)
+
+        def stop(played: BatchResult, left: list[str]) -> str | None:
+            candidate = played.scores()
+            seen = PairedScores(incumbent={task: incumbent[task] for task in candidate}, candidate=candidate)
+            return futility(seen, {task: incumbent[task] for task in left}, self.config.rule)
+
+        val, stopped = await self.evaluations.val_in_looks(candidate, order, looks, stop)
+        if stopped:
+            self._emit("screen", stage=f"stopped on val: {stopped}")
+        return val, stopped
 
     def _spend(self, *batches: BatchResult | None) -> dict[str, Any]:
         """The objective per episode at the start and the end, on val and test, for a run that lowers one."""

@@ -26,6 +26,7 @@ from ._paired import (
 )
 from ._passes import PASS_TOLERANCE, passes
 from ._power import SplitPower, acceptance_power, sign_test_needs
+from ._sequential import futility, look_sizes
 
 __all__ = [
     "PASS_TOLERANCE",
@@ -44,7 +45,9 @@ __all__ = [
     "compare",
     "comparison_figures",
     "decide",
+    "futility",
     "gate",
+    "look_sizes",
     "passes",
     "sign_test_greater",
     "sign_test_needs",
