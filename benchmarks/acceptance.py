@@ -32,8 +32,13 @@ tokens mostly leaves outcomes as they were, so the last table couples the sides:
 episode reuses the incumbent's random draw with probability 0.9 (same outcome at equal quality,
 nested outcomes under a harm). Both tables draw from the same stream, so their costs are the same.
 
+A table after the pipeline's confirms on val in looks as the optimizer does (`val_looks`, futility
+stopping): the accept rate playing all of val against the rate in looks, and the val tasks a candidate
+plays, for a null change, changes that fix one or two tasks in ten, +10 points on every task, and one
+that moves half the tasks up and breaks a few (the shape `tool_choice: first` had on the 1.5B model).
+
 Run: python benchmarks/acceptance.py [--trials 1000] [--seed 0] [--objective-trials 500]
-    [--objective-coupling 0 0.9] [--objective-only]
+    [--objective-coupling 0 0.9] [--objective-only] [--looks-only]
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ from atoll.evals import load_suite
 from atoll.optimizer import OptimizeConfig
 from atoll.optimizer._objective import PairedCosts, decide_objective
 from atoll.optimizer._screen import race, race_order
-from atoll.worlds.base.stats import PairedScores, decide
+from atoll.worlds.base.stats import PairedScores, decide, futility, look_sizes
 
 TASKS = (20, 30, 50)
 SEEDS = (1, 3, 5)
@@ -357,6 +362,69 @@ def pipeline_table(trials: int, rng: np.random.Generator, console: Console) -> N
     )
 
 
+LOOKS = DEFAULTS["val_looks"].default
+LOOK_SCENARIOS = (  # (column, share of tasks the change moves, how far it moves each, tasks it breaks)
+    ("null", 0.0, 0.0, 0.0),
+    ("fixes 1 in 10", 0.1, 0.8, 0.0),
+    ("fixes 2 in 10", 0.2, 0.8, 0.0),
+    ("+10 pts all", 1.0, 0.1, 0.0),
+    ("26 up, 4 down", 0.52, 0.6, 0.08),
+)
+
+
+def look_cell(tasks: int, trials: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Per scenario: accepts playing all of val, accepts in looks, and the val tasks played in looks.
+    A change moves a random share of tasks (their pass rate up by `lift`, clipped) and breaks another
+    share (pass rate to 0); k=1, outcomes 0/1, the incumbent's pass rates uniform as above."""
+    counts = {row: np.zeros(len(LOOK_SCENARIOS)) for row in ("whole", "looks", "played")}
+    names = [f"v{i}" for i in range(tasks)]
+    sizes = look_sizes(tasks, LOOKS)
+    for _ in range(trials):
+        rates = rng.uniform(size=tasks)
+        incumbent = (rng.uniform(size=(tasks, 1)) < rates[:, None]).astype(float)
+        draws, picks = rng.uniform(size=(tasks, 1)), rng.uniform(size=tasks)
+        for s, (_, share, lift, broken) in enumerate(LOOK_SCENARIOS):
+            moved = np.where(picks < share, np.minimum(rates + lift, 1.0), rates)
+            moved = np.where((picks >= share) & (picks < share + broken), 0.0, moved)
+            candidate = (draws < moved[:, None]).astype(float)
+            before, after = scores(names, incumbent), scores(names, candidate)
+            counts["whole"][s] += decide(PairedScores(incumbent=before, candidate=after)).accepted
+            for size in sizes:
+                seen = PairedScores(
+                    incumbent={t: before[t] for t in names[:size]},
+                    candidate={t: after[t] for t in names[:size]},
+                )
+                if size < tasks and futility(seen, {t: before[t] for t in names[size:]}):
+                    break
+            else:
+                counts["looks"][s] += decide(PairedScores(incumbent=before, candidate=after)).accepted
+            counts["played"][s] += size
+    return counts
+
+
+def looks_table(trials: int, rng: np.random.Generator, console: Console) -> None:
+    """What confirming on val in looks costs in accepts and saves in episodes, on the helpdesk gate set."""
+    started = time.perf_counter()
+    counts = look_cell(GATE_SET, trials, rng)
+    table = Table(
+        title=f"Val in {LOOKS} looks ({look_sizes(GATE_SET, LOOKS)} of {GATE_SET} tasks, k=1) against all of "
+        f"val at once: % of {trials} trials accepted, and val tasks played per candidate"
+    )
+    table.add_column("figure", justify="left")
+    for column, *_ in LOOK_SCENARIOS:
+        table.add_column(column, justify="right")
+    table.add_row("accepted, all of val", *(f"{100 * c / trials:.1f}" for c in counts["whole"]))
+    table.add_row(f"accepted, {LOOKS} looks", *(f"{100 * c / trials:.1f}" for c in counts["looks"]))
+    table.add_row("val tasks played", *(f"{c / trials:.1f}" for c in counts["played"]))
+    console.print(table)
+    false_accept = 100 * counts["looks"][0] / trials
+    console.print(
+        f"False accept in looks: {false_accept:.1f}% ({'within' if false_accept <= 5 else 'ABOVE'} the 5% "
+        f"limit; stopping early only ever rejects). A null candidate plays {counts['played'][0] / trials:.1f} "
+        f"of {GATE_SET} val tasks on average. Took {time.perf_counter() - started:.0f} s."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1000, help="simulated comparisons per cell and effect")
@@ -376,9 +444,13 @@ def main() -> None:
         "outcome draw (0: independent, as in the first table)",
     )
     parser.add_argument("--objective-only", action="store_true", help="print only the cost rule's table")
+    parser.add_argument("--looks-only", action="store_true", help="print only the val-in-looks table")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     console = Console()
+    if args.looks_only:
+        looks_table(args.trials, np.random.default_rng([args.seed, 2]), console)
+        return
     if args.objective_only:
         for coupling in args.objective_coupling:
             objective_table(args.objective_trials, args.seed, coupling, console)
@@ -415,6 +487,7 @@ def main() -> None:
     started = time.perf_counter()
     pipeline_table(args.trials, rng, console)
     console.print(f"Took {time.perf_counter() - started:.0f} s.")
+    looks_table(args.trials, np.random.default_rng([args.seed, 2]), console)
     for coupling in args.objective_coupling:
         objective_table(args.objective_trials, args.seed, coupling, console)
 
