@@ -355,7 +355,7 @@ class Optimization:
         self.store.save_harness(candidate.hash, candidate.name, candidate.files())
         self.optimizations.save_step(self.id, iteration, **step)
         try:  # a template can pass the load check and still fail on a real task's context
-            screen = await self._screen(candidate, incumbent, iteration)
+            screen = await self._screen(candidate, incumbent, iteration, proposal.targets)
             self.optimizations.save_step(self.id, iteration, screen=screen)
             if not screen.passed:
                 self.optimizations.save_step(self.id, iteration, verdict="screened_out")
@@ -502,14 +502,17 @@ class Optimization:
         self._emit("decision", stage=f"{verdict}: {why}" if why else verdict)
         return verdict, None, None
 
-    async def _screen(self, candidate: Harness, incumbent: Harness, iteration: int) -> ScreenRecord:
+    async def _screen(
+        self, candidate: Harness, incumbent: Harness, iteration: int, targets: list[str]
+    ) -> ScreenRecord:
         """Race the candidate against the incumbent's train episodes (see _screen.py). Only the
         candidate runs, one batch of new train tasks per round, each batch an evaluation of its own
         key, so a resumed run finds the rounds it already ran and reaches the same decision."""
         incumbent_train = await self.evaluations.train(incumbent)
         failing = [r.task_id for r in incumbent_train.failures()]
         passing = [r.task_id for r in incumbent_train.results if r.passed]
-        order = race_order(failing, passing, random.Random(f"{self.config.seed}:{iteration}:screen"))
+        rng = random.Random(f"{self.config.seed}:{iteration}:screen")
+        order = race_order(failing, passing, rng, targets)
         objective = self.config.objective
         costs = (
             None

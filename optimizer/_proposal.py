@@ -39,6 +39,9 @@ class Proposal(BaseModel):
     files: dict[str, str]
     parent_hash: str
     patch: str
+    targets: list[str] = Field(
+        default_factory=list, description="Failing train tasks it aims to fix: the screen runs them first."
+    )
 
     @classmethod
     def build(

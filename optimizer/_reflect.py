@@ -128,6 +128,8 @@ class Reflect:
             proposal = filled.edit.proposal(self.name, filled.detail)
             if proposal is None:
                 filled = Filled("dropped", f"changes nothing: {filled.detail}")
+            else:
+                proposal.targets = [failure.task_id]
         self.last_attempt = Attempt(
             operator=self.name,
             task_id=failure.task_id,
@@ -248,13 +250,14 @@ def _cut_form(context: ProposalContext, agent: str) -> Form | None:
         return None
     big = sorted((i for i, size in sizes.items() if size >= _BIG_PART), key=lambda i: -sizes[i])
     skills = context.harness.skills
+    rendered = " ".join(lines[i] for i in sizes)
     options: list[tuple[str, int, str | None]] = []  # (what, line, skill to put there or None)
     for i in big:
         options.append((f"Cut `{lines[i].strip()}` ({sizes[i]:,} characters of the prompt)", i, None))
         shorter = [
             name
             for name, text in sorted(skills.items(), key=lambda item: len(item[1]))
-            if len(text) * 2 <= sizes[i] and f"skills.{name}" not in context.files[template]
+            if len(text) * 2 <= sizes[i] and f"skills.{name}" not in rendered
         ]
         options += [
             (

@@ -68,13 +68,19 @@ class ScreenRecord(BaseModel):
     candidate_mean: float
 
 
-def race_order(failing: Sequence[str], passing: Sequence[str], rng: random.Random) -> list[str]:
-    """Failing tasks first (where a change can win), then passing ones (where it can only do harm),
-    each group in a seeded shuffle so no task is always screened first."""
-    first, then = sorted(failing), sorted(set(passing) - set(failing))
+def race_order(
+    failing: Sequence[str], passing: Sequence[str], rng: random.Random, targets: Sequence[str] = ()
+) -> list[str]:
+    """The failing train tasks the proposal aims at first (a change that does not move its own target
+    in round one seldom moves another), then the other failing tasks (where a change can win), then
+    passing ones (where it can only do harm), each group in a seeded shuffle so no task is always
+    screened first. A change that fixes one task in ten is otherwise seen in a first round of three
+    only about one time in four."""
+    aimed = [task for task in dict.fromkeys(targets) if task in failing]
+    first, then = sorted(set(failing) - set(aimed)), sorted(set(passing) - set(failing))
     rng.shuffle(first)
     rng.shuffle(then)
-    return first + then
+    return aimed + first + then
 
 
 def round_sizes(first: int, total: int) -> list[int]:

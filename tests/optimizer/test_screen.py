@@ -39,6 +39,15 @@ def test_the_race_starts_on_failing_tasks_in_a_seeded_order():
     assert order == race_order(failing, passing, random.Random(7))
 
 
+def test_the_failing_tasks_a_proposal_aims_at_run_first_and_a_passing_or_unknown_target_is_ignored():
+    failing, passing = [f"f{i}" for i in range(8)], ["p0", "p1"]
+
+    order = race_order(failing, passing, random.Random(7), targets=["f5", "p1", "nope"])
+
+    assert order[0] == "f5" and sorted(order) == sorted(failing + passing)
+    assert set(order[-2:]) == set(passing)
+
+
 async def test_a_candidate_that_ties_everywhere_is_dropped_after_one_round():
     candidate = Candidate()
 
