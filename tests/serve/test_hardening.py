@@ -217,3 +217,21 @@ async def test_the_stdio_mcp_server_answers_garbage_with_a_parse_error() -> None
     first, second = (json.loads(line) for line in written.getvalue().splitlines()[:2])
     assert first["id"] is None and first["error"]["code"] == -32700
     assert second["id"] == 1 and "result" in second, "the session goes on"
+
+
+def test_all_rest_keys_together_hold_a_bounded_total(serve) -> None:
+    app = create_app(["payments"], defaults=ResetRequest(world="payments"))
+    app.state.sessions.max_total_bytes = 600_000
+    with serve(app) as base:
+        statuses = [
+            httpx.post(
+                f"{base}/rest/payments/key{n}/v1/customers",
+                content="description=" + "x" * 100_000,
+                headers=FORM,
+            ).status_code
+            for n in range(6)
+        ]
+        assert statuses[:2] == [200, 200] and statuses[-1] == 429, statuses
+        assert httpx.delete(f"{base}/rest/payments/key0").status_code == 200
+        again = httpx.post(f"{base}/rest/payments/key9/v1/customers", content="description=y", headers=FORM)
+        assert again.status_code == 200, "a closed key gives its bytes back"

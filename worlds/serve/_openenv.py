@@ -301,7 +301,7 @@ class _Conversation:
             instance = await self.instance(session)
             session.check_room()
             observation = wire.call_observation(instance, action)
-            session.charge(size + len(observation.model_dump_json()))
+            session.charge(size, len(observation.model_dump_json()))
         return {"type": "observation", "data": wire.step_reply(observation)}
 
     async def reset(self, session: Session, request: ResetRequest) -> None:
@@ -434,7 +434,7 @@ async def _rpc_method(
             instance = await conversation.instance(session)
             session.check_room()
             result = wire.call_result(instance.call(name, **arguments))
-            session.charge(size + len(result.model_dump_json()))
+            session.charge(size, len(result.model_dump_json()))
             return result.model_dump(mode="json")
         finally:
             if not session_id:

@@ -246,10 +246,9 @@ async def _answer(
         assert result.error is not None
         status, error = _failure(result.error)
         body = json.dumps({"error": error}, ensure_ascii=False).encode()
-    entry.session.charge(size + len(body))
+    entry.session.charge(size, len(body), kept=len(body) if idempotency is not None else 0)
     if idempotency is not None:
         entry.replies[idempotency] = _Reply(fingerprint, status, body)
-        entry.session.charge(len(body))  # kept twice: in the call log and as the reply to replay
         while len(entry.replies) > REPLIES_KEPT:
             entry.replies.popitem(last=False)
     return Response(body, status, headers, media_type="application/json")

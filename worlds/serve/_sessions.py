@@ -23,9 +23,10 @@ from ._catalog import WorldCatalog
 log = logging.getLogger(__name__)
 
 # What one session's instance may hold: its rows, call log and kept answers grow with what its client sends and
-# is answered, so they are counted (request and answer bytes) and capped; 60 posts of 900 KB on one REST key
-# grew the server by 273 MB.
-MAX_INSTANCE_BYTES = 8 << 20
+# is answered, so they are counted (`Session.charge`) and capped; 60 posts of 900 KB on one REST key grew the
+# server by 273 MB. All sessions together hold at most MAX_TOTAL_BYTES, whatever the number of keys.
+MAX_INSTANCE_BYTES = 4 << 20
+MAX_TOTAL_BYTES = 128 << 20
 
 
 Face = Literal["ws", "mcp", "rest"]
@@ -50,12 +51,14 @@ class SessionLimitReached(Exception):
 
 
 class InstanceFull(Exception):
-    """The session's instance holds as many bytes of calls as one client may keep; reset it or open another."""
+    """The session's instance holds as many bytes of calls as one client may keep (or all sessions together as
+    many as the server keeps); reset it, or wait for idle sessions to close."""
 
-    def __init__(self, used: int, limit: int) -> None:
+    def __init__(self, used: int, limit: int, *, everyone: bool = False) -> None:
+        held = "the sessions of this server hold" if everyone else "this instance holds"
         super().__init__(
-            f"this instance holds {used} bytes of calls and answers, the most one client may keep "
-            f"({limit}); reset it (PUT /rest/{{world}}/{{key}}, or a reset message) to start afresh"
+            f"{held} {used} bytes of calls and answers, the most kept ({limit}); reset the instance "
+            "(PUT /rest/{world}/{key}, or a reset message) to start afresh, or wait for idle sessions to close"
         )
         self.used = used
         self.limit = limit
@@ -104,13 +107,25 @@ class Session:
         self.last_used = self._manager.clock()
 
     def check_room(self) -> None:
-        """InstanceFull once the instance holds MAX_INSTANCE_BYTES of calls: asked before each call."""
-        if self.used_bytes >= self._manager.max_instance_bytes:
-            raise InstanceFull(self.used_bytes, self._manager.max_instance_bytes)
+        """InstanceFull once the instance holds its share of bytes, or all sessions the server's: asked before
+        each call."""
+        manager = self._manager
+        if self.used_bytes >= manager.max_instance_bytes:
+            raise InstanceFull(self.used_bytes, manager.max_instance_bytes)
+        if manager.used_bytes >= manager.max_total_bytes:
+            raise InstanceFull(manager.used_bytes, manager.max_total_bytes, everyone=True)
 
-    def charge(self, size: int) -> None:
-        """Count `size` bytes (a call's request and answer) against the instance's share."""
+    def charge(self, request: int, answer: int, *, kept: int = 0) -> None:
+        """Count a call against the instance's share: its request is held twice (logged, and as the rows it
+        wrote, which the diff shows again), its answer once (logged), and `kept` bytes more (a reply kept to
+        replay)."""
+        size = 2 * request + answer + kept
         self.used_bytes += size
+        self._manager.used_bytes += size
+
+    def _release_bytes(self) -> None:
+        self._manager.used_bytes -= self.used_bytes
+        self.used_bytes = 0
 
     def plan(self, request: ResetRequest) -> ResetRequest:
         """`request` completed from this session's last reset (so a bare reset restarts the same
@@ -139,7 +154,7 @@ class Session:
         world = self._manager.catalog.get(merged.world)
         instance = world.instance(merged.fixture, seed=merged.seed or 0, clock=Clock.parse(merged.clock))
         previous, self.instance, self.request = self.instance, instance, merged
-        self.used_bytes = 0
+        self._release_bytes()
         if previous is not None:
             previous.close()
         self.touch()
@@ -181,6 +196,7 @@ class Session:
 
     def close(self) -> None:
         self.closed = True
+        self._release_bytes()
         if self.instance is not None:
             self.instance.close()
             self.instance = None
@@ -198,6 +214,7 @@ class SessionManager:
         idle_seconds: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
         max_instance_bytes: int = MAX_INSTANCE_BYTES,
+        max_total_bytes: int = MAX_TOTAL_BYTES,
         rest_share: int | None = None,
     ) -> None:
         if max_sessions < 1:
@@ -210,6 +227,8 @@ class SessionManager:
         self.idle_seconds = idle_seconds
         self.clock = clock
         self.max_instance_bytes = max_instance_bytes
+        self.max_total_bytes = max_total_bytes
+        self.used_bytes = 0  # what every live session's instance holds (`Session.charge`)
         # The sessions REST keys may hold: by default half the slots. Any request under a new key opens one, so
         # without a share 22 keys on 20 sessions kept every WebSocket and /mcp client out for the idle timeout;
         # a WebSocket or an /mcp session is opened on purpose, one at a time, and may use every free slot.
