@@ -132,8 +132,13 @@ class OptimizerStatus(BaseModel):
     """A snapshot of the run, sent with every event: what the live view shows."""
 
     run_id: str
+    phase: Literal["start", "search", "test", "done"] = Field(
+        "start", description="Scoring the start, searching (proposals), scoring test, or done."
+    )
     stage: str = "starting"
     message: str = ""
+    eta_s: float | None = Field(None, description="About how long until the run ends, by its budget.")
+    best: str | None = Field(None, description="The best candidate so far, in words, with its figures.")
     iteration: int = 0
     max_proposals: int = 0
     incumbent_hash: str = ""

@@ -148,6 +148,10 @@ class Optimization:
         self.strategy = strategy or STRATEGIES[config.strategy]
         self.status = OptimizerStatus(run_id=run_id, max_proposals=config.max_proposals)
         self.started = time.monotonic()
+        self._plan: dict[str, float] = {}  # what the ETA is worked out from: episode_s, step_s, test_s
+        self._batch_pace_s: float | None = None
+        self._batch_left = 0
+        self._best_gain: float | None = None
         self.evaluations = Evaluations(
             run_id,
             config,
@@ -177,6 +181,7 @@ class Optimization:
         for key, value in status.items():
             setattr(self.status, key, value)
         self.status.elapsed_s = time.monotonic() - self.started
+        self.status.eta_s = self._eta()
         if self.on_event is not None:
             self.on_event(OptimizerEvent(kind=kind, status=self.status.model_copy(), decision=decision))
 
@@ -197,7 +202,27 @@ class Optimization:
             usage = progress.last.episode.usage
             self.status.episodes += 1
             self.status.usage += usage
+        fresh = progress.done - progress.resumed - progress.reused
+        if fresh > 0:
+            self._batch_pace_s = progress.elapsed_s / fresh
+        self._batch_left = progress.total - progress.done
         self._emit("progress", batch_done=progress.done, batch_total=progress.total)
+
+    def _eta(self) -> float | None:
+        """Seconds until the run ends: the batch under way, the search the budget and the proposals left
+        allow, and the closing test scoring; None before any episode has shown a pace."""
+        plan, s = self._plan, self.status
+        pace = self._batch_pace_s or plan.get("episode_s")
+        if pace is None:
+            return None
+        left = self._batch_left * pace
+        if s.phase in ("start", "search"):
+            proposals_left = max(0, self.config.max_proposals - s.iteration)
+            search = proposals_left * plan.get("step_s", 0.0)
+            if self.config.max_minutes is not None:
+                search = min(search, max(0.0, self.config.max_minutes * 60 - s.elapsed_s))
+            left += search + plan.get("test_s", 0.0)
+        return left
 
     # -- budget ---------------------------------------------------------------------------------
 
@@ -246,6 +271,13 @@ class Optimization:
             if scores_test
             else 0.0
         )
+        self._plan = {
+            "episode_s": self.evaluations.seconds(start_val, 1),
+            "step_s": val_s / 2,
+            "test_s": test_s,
+        }
+        self._batch_left, self._batch_pace_s = 0, None
+        self.status.phase = "search"
         longest_step_s = 0.0
         pool: list[tuple[Harness, BatchResult]] = []
         decided = [rows[i]["verdict"] for i in sorted(rows) if rows[i]["verdict"] is not None]
@@ -279,6 +311,7 @@ class Optimization:
             )
             step_s = time.monotonic() - began - (self.evaluations.train_seconds - trained)
             longest_step_s = max(longest_step_s, step_s)
+            self._plan["step_s"] = longest_step_s
             if verdict == "accept":
                 incumbent, incumbent_val = candidate, candidate_val
                 rejections_in_a_row = 0
@@ -290,6 +323,8 @@ class Optimization:
                 if candidate is not None and candidate_val is not None:
                     pool.append((candidate, candidate_val))
         test_start = test_final = None
+        self.status.phase = "test"
+        self._plan["step_s"] = 0.0
         if scores_test:  # only now, for the report: nothing accepted, the start's test score is the final's
             test_start = await self.evaluations.evaluate(self.start, "test", split="test", k=config.k)
             test_final = test_start
@@ -380,6 +415,7 @@ class Optimization:
             )
             decision = self._decide(incumbent_evidence, candidate_evidence)
         self.optimizations.save_step(self.id, iteration, decision=decision, verdict=decision.verdict)
+        self._note_best(iteration, proposal.operator, decision)
         self._emit("decision", decision=decision, stage=decision.verdict)
         if not decision.accepted:
             self.status.rejected += 1
@@ -407,6 +443,18 @@ class Optimization:
         if stopped:
             self._emit("screen", stage=f"stopped on val: {stopped}")
         return val, stopped
+
+    def _note_best(self, iteration: int, operator: str, decision: Decision) -> None:
+        """Keep, in words, the candidate with the largest mean gain the gate has seen so far."""
+        comparison = decision.comparison
+        if self._best_gain is not None and comparison.mean_delta <= self._best_gain:
+            return
+        self._best_gain = comparison.mean_delta
+        played = comparison.wins + comparison.losses + comparison.ties
+        self.status.best = (
+            f"proposal {iteration + 1} ({operator}): {comparison.mean_delta:+.3f} on {played} val tasks, "
+            f"{comparison.wins} better / {comparison.losses} worse, {decision.verdict}"
+        )
 
     def _spend(self, *batches: BatchResult | None) -> dict[str, Any]:
         """The objective per episode at the start and the end, on val and test, for a run that lowers one."""
@@ -637,6 +685,7 @@ async def optimize(
         optimizations.finish(run_id, "interrupted", "interrupted", None)
         raise
     optimizations.finish(run_id, "finished", result.stop_reason, result)
+    optimization.status.phase = "done"
     optimization._emit("finish", stage="finished", message=result.stop_reason)
     return result
 

@@ -20,11 +20,27 @@ def _elapsed(seconds: float) -> str:
     return f"{minutes}m{seconds:02d}s"
 
 
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "ETA unknown yet"
+    minutes = round(seconds / 60)
+    return "ETA under a minute" if minutes < 1 else f"ETA ~{minutes} min"
+
+
+def status_line(status: OptimizerStatus) -> str:
+    """One line: the phase, the time left, and the best candidate so far."""
+    phase = {"start": "scoring the start", "search": "searching", "test": "scoring test", "done": "done"}
+    best = f"best: {status.best}" if status.best else "no candidate has reached val yet"
+    return f"{phase[status.phase]} · {_eta(status.eta_s)} · {best}"
+
+
 def render_status(status: OptimizerStatus) -> RenderableType:
-    """The live panel: incumbent, current proposal and stage, counts and spend."""
+    """The live panel: the phase, ETA and best candidate, the incumbent, the current proposal and stage,
+    counts and spend."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
+    grid.add_row("now", status_line(status))
     grid.add_row(
         "incumbent",
         f"{_score(status.incumbent_score)} on val (start {_score(status.start_score)}) · {status.incumbent_hash[:10]}",
@@ -54,12 +70,15 @@ def event_line(event: OptimizerEvent) -> str | None:
     if event.kind == "evaluate" and status.batch_total == 0:
         return f"{clock} evaluating {status.stage}"
     if event.kind == "proposal" and status.operator:
-        return f"{clock} proposal {status.iteration}/{status.max_proposals} · {status.operator}: {status.rationale}"
+        return (
+            f"{clock} proposal {status.iteration}/{status.max_proposals} ({_eta(status.eta_s)}) · "
+            f"{status.operator}: {status.rationale}"
+        )
     if event.kind == "screen":
         return f"{clock} {status.stage}"
     if event.kind == "decision":
         if event.decision is not None:
-            return f"{clock} {event.decision.summary()}"
+            return f"{clock} {event.decision.summary()}\n{clock} {status_line(status)}"
         return f"{clock} {status.stage}"
     if event.kind == "commit":
         return f"{clock} committed; incumbent now {_score(status.incumbent_score)} ({status.incumbent_hash[:10]})"
