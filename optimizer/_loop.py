@@ -46,6 +46,7 @@ from ._evaluations import Evaluations
 from ._objective import (
     PairedCosts,
     decide_objective,
+    load_decision,
     spend_per_episode,
     spent,
 )
@@ -60,6 +61,7 @@ from ._proposal import (
     unified_patch,
 )
 from ._proposing import NOTHING_NEW, Proposing, configured_proposers
+from ._repair import Repairs
 from ._screen import CostRace, ScreenRecord, race, race_order
 from ._strategy import STRATEGIES, ParentStrategy
 
@@ -288,6 +290,8 @@ class Optimization:
         self.status.rejected = sum(
             1 for r in rows.values() if r["verdict"] not in ("accept", None, *NOTHING_NEW)
         )
+        repairs = Repairs()
+        repairs.replay([rows[i] for i in sorted(rows)])
         for iteration in range(config.max_proposals):
             row = rows.get(iteration)
             if row is not None and row["verdict"] is not None:
@@ -304,11 +308,26 @@ class Optimization:
                 stop_reason = f"{rejections_in_a_row} proposals in a row rejected (patience)"
                 break
             rng = random.Random(f"{config.seed}:{iteration}")
-            parent = self.strategy.choose((incumbent, incumbent_val), pool, rng)
+            repairing = repairs.take()
+            parent = (
+                self._stored_harness(repairing)
+                if repairing
+                else self.strategy.choose((incumbent, incumbent_val), pool, rng)
+            )
             began, trained = time.monotonic(), self.evaluations.train_seconds
             verdict, candidate, candidate_val = await self._iteration(
                 iteration, rng, parent, incumbent, incumbent_val
             )
+            stored = self.optimizations.proposal_rows(self.id)
+            row = next((r for r in stored if r["iteration"] == iteration), None)
+            decided = row is not None and verdict in ("accept", "reject", "void") and row["decision"]
+            decision = load_decision(row["decision"]) if decided else None
+            if repairs.after(verdict, decision, row["candidate_hash"] if row else None):
+                self._emit(
+                    "decision",
+                    stage=f"the next {repairs.tries} proposals start from proposal {iteration + 1}, to repair "
+                    "the tasks it broke (it is still judged against the incumbent)",
+                )
             step_s = time.monotonic() - began - (self.evaluations.train_seconds - trained)
             longest_step_s = max(longest_step_s, step_s)
             self._plan["step_s"] = longest_step_s
@@ -333,6 +352,11 @@ class Optimization:
         return self._result(
             "finished", stop_reason, incumbent, start_val, incumbent_val, test_start, test_final
         )
+
+    def _stored_harness(self, harness_hash: str) -> Harness:
+        """A harness this run stored, loaded: a candidate a later proposal starts from."""
+        files = self.store.harness_files(harness_hash)
+        return Harness.from_files(files, source=f"{self.harness_path} (candidate)", world=self.world)
 
     def _has_test(self) -> bool:
         return bool(self.suite.select(split="test"))

@@ -69,6 +69,14 @@ def _gate(candidates: set[str], before: list[list[str]], frequency: Counter[str]
     return min(candidates, key=rank)
 
 
+def _aimed(proposal: Proposal | None, context: ProposalContext, patterns: Iterable[str]) -> Proposal | None:
+    """The proposal aimed at the failing train episodes that show `patterns`: the screen runs them first."""
+    if proposal is not None:
+        wanted = set(patterns)
+        proposal.targets = [f.task_id for f in context.failures if wanted & set(f.patterns)]
+    return proposal
+
+
 def _set_guard(edit: Edit, agent: str, guard: str, on: bool) -> None:
     settings = edit.agent(agent)
     guards = settings.setdefault("guards", CommentedMap())
@@ -125,9 +133,10 @@ class EnableGuard(Operator):
             _set_guard(edit, agent, guard, True)
             for tool, first in sorted(requires.get(agent, {}).items()):
                 edit.require(agent, tool, [first])
-        return edit.proposal(
+        proposal = edit.proposal(
             self.name, f"Turn on guard {guard} for agent(s) {', '.join(agents)}: {evidence}."
         )
+        return _aimed(proposal, context, GUARD_PATTERNS[guard])
 
 
 class RequireFirstCall(Operator):
@@ -151,11 +160,12 @@ class RequireFirstCall(Operator):
         for agent in agents:
             edit.agent(agent)["tool_choice"] = "first"
         shown = ", ".join(f"{count} {pattern}" for pattern, count in seen.items())
-        return edit.proposal(
+        proposal = edit.proposal(
             self.name,
             f"Require a tool call before the first answer (tool_choice: first) for agent(s) {', '.join(agents)}: "
             f"failing train episodes show {shown}.",
         )
+        return _aimed(proposal, context, seen)
 
 
 class DisableGuard(Operator):
@@ -199,11 +209,12 @@ class AddRule(Operator):
                 edit = Edit(context)
                 for agent in missing:
                     edit.set_list(agent, "rules", [*agents[agent].rules, rule])
-                return edit.proposal(
+                proposal = edit.proposal(
                     self.name,
                     f"Add rule {rule!r} to agent(s) {', '.join(missing)}: failing train episodes show "
                     f"{counts[pattern]} {pattern}, the most frequent failure without its rule.",
                 )
+                return _aimed(proposal, context, [pattern])
         return None
 
 
