@@ -4,6 +4,7 @@ OpenAI error shape."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import time
@@ -264,3 +265,32 @@ def test_serving_on_a_port_in_use_is_one_line_before_anything_says_serving(store
             assert result.exit_code == 2, result.output
             assert f"cannot serve on 127.0.0.1:{port}" in result.stderr and "serving" not in result.stderr
             assert "Traceback" not in result.output
+
+
+def test_pipelined_requests_are_answered_not_cut_at_the_header_deadline(serve) -> None:
+    inner = FastAPI()
+
+    @inner.get("/fast")
+    async def fast() -> dict[str, str]:
+        return {"took": "no time"}
+
+    @inner.get("/slow")
+    async def slow() -> dict[str, str]:
+        await asyncio.sleep(1.5)  # past the header deadline, while the request is being answered
+        return {"took": "a while"}
+
+    with serve(inner, http=guarded_protocol(max_waiting=8, header_timeout_s=0.5)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(
+                b"".join(f"GET /{p} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode() for p in ("fast", "slow"))
+            )
+            sock.settimeout(5)
+            received = b""
+            deadline = time.monotonic() + 5
+            while b"a while" not in received and time.monotonic() < deadline:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+    assert b"no time" in received and b"a while" in received, received

@@ -76,7 +76,6 @@ def guarded_protocol(*, max_waiting: int, header_timeout_s: float = HEADER_TIMEO
     waiting: dict[Any, asyncio.TimerHandle | None] = {}
 
     class GuardedProtocol(base):  # type: ignore[misc, valid-type]
-        _answered: object = None  # the request cycle whose headers came last
         _since = 0.0  # when this connection began to wait
         _received = 0  # the bytes it has sent since
 
@@ -92,8 +91,11 @@ def guarded_protocol(*, max_waiting: int, header_timeout_s: float = HEADER_TIMEO
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
+            # Kept alive: the next request gets the same deadline and share, unless it came whole already
+            # (pipelined) and is being answered.
             if not self.transport.is_closing() and not self._check_request():
-                self._wait()  # kept alive: the next request gets the same deadline and share
+                self._wait()
+                self._check_request()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_waiting()
@@ -108,23 +110,21 @@ def guarded_protocol(*, max_waiting: int, header_timeout_s: float = HEADER_TIMEO
                 _slowest(waiting, but=self)._too_slow()
 
         def _check_request(self) -> bool:
-            """Whether a new request has come whole (or the connection became a WebSocket); stops the wait if
-            so, and the header deadline once its headers came."""
-            if self not in waiting:
-                return False
-            cycle = getattr(self, "cycle", None)
+            """Whether the latest request came whole and is being answered (or the connection became a
+            WebSocket): it waits no more. Its headers alone end the header deadline (the guard bounds the
+            body's time), but not the wait."""
             if self.transport.get_protocol() is not self:  # upgraded: the WebSocket's own limits apply
                 self._stop_waiting()
                 return True
-            if cycle is None or cycle is self._answered or cycle.response_complete:
+            cycle = getattr(self, "cycle", None)
+            if cycle is None or cycle.response_complete:  # no request since the last answer
                 return False
-            timer = waiting[self]
-            if timer is not None:  # the headers came: the guard bounds the body's time
+            timer = waiting.get(self)
+            if timer is not None:
                 timer.cancel()
                 waiting[self] = None
             if cycle.more_body:
                 return False
-            self._answered = cycle
             self._stop_waiting()
             return True
 
