@@ -85,28 +85,41 @@ class Proposing:
     async def next(
         self, iteration: int, context: ProposalContext, incumbent: Harness
     ) -> tuple[Proposal | None, list[tuple[Proposal, str]]]:
-        """The first proposal, proposers in bandit order, whose files are new, and the repeats passed over
-        on the way, each with what it repeats. A repeat uses no proposal slot: the next proposer is asked,
-        then those that repeated are asked again with fresh randomness, REASKS times at most, so a
-        proposer that only repeats itself cannot hold the run."""
+        """A proposal whose files are new, and the repeats passed over on the way, each with what it repeats.
+
+        Proposers are asked in `order`. A model-driven proposer's new proposal is taken at once. The
+        LLM-free operators cost nothing to ask, so all of them are, and of their new proposals the one aimed
+        at the most failing train tasks is taken (the bandit's order breaks ties): on the 1.5B model one
+        failure pattern, replies made without any lookup, was in most failing episodes, and the operator
+        aimed at it waited eleven slots behind the bandit's draws. A repeat uses no proposal slot: those
+        that repeated are asked again with fresh randomness, REASKS times at most, so a proposer that only
+        repeats itself cannot hold the run."""
         repeats: list[tuple[Proposal, str]] = []
         proposers = self.order(iteration)
         for ask in range(REASKS + 1):
             if ask:
                 rng = random.Random(f"{self.seed}:{iteration}:ask{ask}")
                 context = context.model_copy(update={"rng": rng})
-            repeated = []
+            repeated, fresh = [], []
             for proposer in proposers:
+                drives_model = getattr(proposer, "drives_model", False)
+                if fresh and drives_model:
+                    break  # the operators asked first had something new: no model call this slot
                 proposal = await self.ask(proposer, context)
                 if proposal is None:
                     continue
                 what = self.repeat_of(content_hash(proposal.files), incumbent, iteration)
                 if what is None:
-                    return proposal, repeats
+                    if drives_model:
+                        return proposal, repeats
+                    fresh.append(proposal)
+                    continue
                 repeats.append((proposal, what))
                 repeated.append(proposer)
                 again = f"; asked again, {ask + 1} of {REASKS + 1} times" if ask else ""
                 self.on_repeat(f"duplicate, not counted: {proposal.operator} proposed {what}{again}")
+            if fresh:
+                return max(fresh, key=lambda proposal: len(proposal.targets)), repeats
             proposers = repeated
         return None, repeats
 
