@@ -169,8 +169,11 @@ class HarnessEndpoint:
                 harness = Harness.from_files(
                     files, source=f"{name} release {release.number}", world=self.working[name].world
                 )
-            except HarnessError as error:  # released by an older Atoll, or for another world
-                raise ReleaseError(f"release {release.number} of {name} cannot be loaded: {error}") from None
+            except (HarnessError, RecursionError) as error:  # an older Atoll's, another world's, or edited
+                problem = str(error) if isinstance(error, HarnessError) else "its files nest past any parser"
+                raise ReleaseError(
+                    f"release {release.number} of {name} cannot be loaded: {problem}"
+                ) from None
             self._loaded[release.content_hash] = harness
             while len(self._loaded) > KEPT_RELEASES:  # the oldest loaded goes first
                 del self._loaded[next(iter(self._loaded))]

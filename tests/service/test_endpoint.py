@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from atoll.cli import app as cli_app
 from atoll.evals import RunRecord, RunStore
+from atoll.harnesses import content_hash
 from atoll.harnesses.models import ModelRequest, ModelUnavailable, ScriptedModel
 from atoll.service import ReleaseChain, create_service_app
 
@@ -615,6 +616,23 @@ def test_a_broken_head_is_refused_and_the_last_good_release_served(
     assert listing.status_code == 200, listing.text
     (chain,) = listing.json()["data"]
     assert chain["head"] is None or chain["head"]["number"] == 2
+
+
+def test_a_head_whose_files_match_their_hash_but_nest_past_any_parser_is_refused(
+    service, store_path: Path
+) -> None:
+    url, _ = service
+    publish(store_path, "You are the front desk. VERSION 1\n")
+    publish(store_path, "You are the front desk. VERSION 2\n")
+    files = {**FILES, "harness.yaml": "[" * 100_000}
+    with sqlite3.connect(store_path) as db:
+        db.execute(
+            "INSERT INTO harness_snapshots (hash, name, files, created_at) VALUES (?, 'desk', ?, '')",
+            [content_hash(files), json.dumps(files)],
+        )
+        db.execute("UPDATE releases SET content_hash = ? WHERE number = 2", [content_hash(files)])
+    reply = ask(url)
+    assert reply.status_code == 200 and reply.headers["x-atoll-release"] == "1", reply.text
 
 
 @pytest.mark.parametrize("breakage", list(BREAKAGES))
