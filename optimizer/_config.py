@@ -72,7 +72,12 @@ class OptimizeConfig(BaseModel):
     max_episodes: int | None = Field(None, ge=1)
     max_model_calls: int | None = Field(None, ge=1)
     max_cost_usd: float | None = Field(None, gt=0)
-    max_minutes: float | None = Field(15.0, gt=0)
+    max_minutes: float | None = Field(
+        45.0,
+        gt=0,
+        description="Wall-time budget in minutes: scoring the start counts; the start and the closing test "
+        "scoring always run.",
+    )
     concurrency: int = Field(4, ge=1)
     branch: str | None = Field(
         None, description="Commit accepted variants here instead of the current branch."
