@@ -323,3 +323,48 @@ def test_the_websocket_answers_every_frame_and_never_fails_inside(served, sent: 
             assert reply["type"] in ("observation", "state", "rows", "error"), reply
             if reply["type"] == "error":
                 assert reply["data"]["code"] != "EXECUTION_ERROR", reply
+
+
+@pytest.fixture(scope="module")
+def mcp_served(serve):
+    """`optimize mcp helpdesk --http`'s app, with one initialized MCP session."""
+    from atoll.worlds.serve import create_mcp_http_app
+
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "fuzz", "version": "1"},
+        },
+    }
+    with (
+        serve(create_mcp_http_app("helpdesk", "small_shop")) as url,
+        httpx.Client(base_url=url, timeout=DEADLINE_S) as client,
+    ):
+        opened = client.post("/mcp", json=hello, headers=headers)
+        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
+        client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        yield client, session
+
+
+@settings(FUZZ, max_examples=80)
+@given(
+    name=st.sampled_from(["get_order", "search_orders", "x"]) | short_texts, arguments=objects, body=bodies()
+)
+def test_the_mcp_server_never_fails_inside(
+    mcp_served, name: str, arguments: dict[str, Any], body: tuple[bytes, str]
+) -> None:
+    client, session = mcp_served
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    for payload in (raw_json(call), body[0]):
+        answer = client.post("/mcp", content=payload, headers=session)
+        never_broken(answer, "mcp over http")
