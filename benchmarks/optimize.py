@@ -18,17 +18,19 @@ levers the optimizer knows nothing world-specific about.
 With `--objective tokens` (or cost, latency) the runs lower that objective with quality held, and the
 table adds the objective per episode, start -> final, on val and test.
 
-With `--proposer-model` the LLM proposer joins the run (`--no-operators`: it alone proposes), and the
-table adds how often it proposed: a slot in which it had nothing to offer (its answer did not parse, or
-every edit it wrote was dropped) is a "none".
+Every run has its model-driven proposer (`--proposer reflect`, the default, asking the agent's own model
+unless `--proposer-model` names another; `--no-operators`: it alone proposes). A second table gives, per
+run, the minutes of each phase, the proposals by operator with their fates, and the model-driven
+proposer's record: how many asks, how many answers parsed into an edit (no answer, no parse and dropped
+edits counted apart), how many of its proposals passed the screen, and the seconds an ask took.
 
 `--cache DIR` keeps the answer cache in DIR instead of a fresh one per scenario: a second run that scores
 the same start (the LLM proposer's run after the default one) then replays the start's episodes.
 
 Run: python benchmarks/optimize.py [--world helpdesk] [--scenario default --scenario recovery]
-     [--model local/gemma-3-270m] [--max-minutes 15] [--objective tokens] [--tolerance 0.05]
+     [--model local/gemma-3-270m] [--max-minutes 45] [--objective tokens] [--tolerance 0.05]
      [--models local/gemma-3-270m,local/smollm2-135m] [--operator choose_model]
-     [--proposer-model local/qwen2.5-coder-1.5b] [--no-operators] [--cache DIR]
+     [--proposer reflect|rewrite|off] [--proposer-model MODEL] [--no-operators] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -246,6 +249,47 @@ def decisions(outcome: Outcome) -> Table:
     return view
 
 
+def record(outcomes: list[Outcome]) -> Table:
+    """Per run: minutes per phase, proposals by operator and fate, and the model-driven proposer's record."""
+    view = Table(title="where each run's time went, and what its proposers did")
+    for column in (
+        "world",
+        "run",
+        "minutes: start / search / test",
+        "proposals by operator",
+        "model-driven asks",
+    ):
+        view.add_column(column, overflow="fold")
+    for o in outcomes:
+        phases = " / ".join(f"{o.result.phase_minutes.get(p, 0.0):.1f}" for p in ("start", "search", "test"))
+        fates: dict[str, Counter[str]] = defaultdict(Counter)
+        for step in o.result.steps:
+            fates[step.operator][step.verdict] += 1
+        by_operator = "; ".join(
+            f"{operator} {sum(c.values())} ({', '.join(f'{n} {v}' for v, n in c.most_common())})"
+            for operator, c in sorted(fates.items())
+        )
+        view.add_row(o.world, o.scenario, phases, by_operator or "-", asks(o.result))
+    return view
+
+
+def asks(result: OptimizeResult) -> str:
+    """How the model-driven proposer's asks went: parsed share, outcomes, screen passes, seconds an ask."""
+    attempts = result.attempts
+    if not attempts:
+        return "-"
+    outcomes = Counter(a.outcome for a in attempts)
+    parsed = outcomes["proposed"] + outcomes["dropped"]
+    tried = [s for s in result.steps if s.operator in {a.operator for a in attempts}]
+    screened = [s for s in tried if s.verdict not in ("screened_out", "invalid", "duplicate", "none")]
+    seconds = sorted(a.seconds for a in attempts)
+    return (
+        f"{len(attempts)} asks: {parsed} parsed ({parsed / len(attempts):.0%}; {outcomes['dropped']} dropped), "
+        f"{outcomes['no_parse']} no parse, {outcomes['no_answer']} no answer; {len(screened)} of {len(tried)} "
+        f"proposals passed the screen; median {seconds[len(seconds) // 2]:.0f} s an ask"
+    )
+
+
 def won_back(shipped: float, damaged: float, final: float) -> float | None:
     """The share of what the damage cost that the run won back; None when the damage cost nothing."""
     lost = shipped - damaged
@@ -271,6 +315,7 @@ def table(outcomes: list[Outcome]) -> Table:
         "run",
         "model",
         "val pass^1",
+        "val mean",
         "test pass^1",
         "test mean",
         "val objective",
@@ -289,6 +334,7 @@ def table(outcomes: list[Outcome]) -> Table:
             o.scenario,
             o.model,
             moved(o.val, "pass1"),
+            moved(o.val, "mean"),
             moved(o.test, "pass1"),
             moved(o.test, "mean"),
             spend(o.val),
@@ -309,7 +355,12 @@ def main() -> None:
     )
     parser.add_argument("--scenario", action="append", choices=["default", "recovery"])
     parser.add_argument("--model", help="agent model; default each harness's own")
-    parser.add_argument("--max-minutes", type=float, default=15.0, help="the run's budget (its default)")
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=OptimizeConfig.model_fields["max_minutes"].default,
+        help="the run's budget (default: optimize run's)",
+    )
     parser.add_argument(
         "--objective",
         default="quality",
@@ -319,11 +370,14 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, help="as `optimize run` (with an --objective)")
     parser.add_argument("--models", help="as `optimize run`: models the run may give each agent")
     parser.add_argument("--operator", action="append", help="as `optimize run`: only these operators")
-    parser.add_argument("--proposer-model", help="as `optimize run`: the LLM proposer's model")
+    parser.add_argument("--proposer", choices=["reflect", "rewrite", "off"], help="as `optimize run`")
+    parser.add_argument("--proposer-model", help="as `optimize run`: the proposer's model")
     parser.add_argument("--no-operators", action="store_true", help="the LLM proposer alone proposes")
     parser.add_argument("--cache", type=Path, help="keep the answer cache here (default: a fresh one)")
     args = parser.parse_args()
     options: dict[str, Any] = {}
+    if args.proposer:
+        options["proposer"] = args.proposer
     if args.proposer_model:
         options["proposer_model"] = args.proposer_model
     if args.no_operators:
@@ -345,6 +399,7 @@ def main() -> None:
     ]
     out = Console(width=200)
     out.print(table(outcomes))
+    out.print(record(outcomes))
     for outcome in outcomes:
         out.print(decisions(outcome))
 

@@ -232,6 +232,9 @@ class OptimizeResult(BaseModel):
         default_factory=list, description="Every ask of a model-driven proposer and what came of it."
     )
     final_patch: str = ""
+    phase_minutes: dict[str, float] = Field(
+        default_factory=dict, description="Wall minutes of each phase: start, search and test."
+    )
     episodes: int = 0
     usage: ModelUsage = Field(default_factory=ModelUsage)
     elapsed_s: float = 0.0

@@ -154,6 +154,7 @@ class Optimization:
         self._batch_pace_s: float | None = None
         self._batch_left = 0
         self._best_gain: float | None = None
+        self._phases: dict[str, float] = {}
         self.evaluations = Evaluations(
             run_id,
             config,
@@ -279,6 +280,7 @@ class Optimization:
             "test_s": test_s,
         }
         self._batch_left, self._batch_pace_s = 0, None
+        self._phase_ends("start")
         self.status.phase = "search"
         longest_step_s = 0.0
         pool: list[tuple[Harness, BatchResult]] = []
@@ -342,6 +344,7 @@ class Optimization:
                 if candidate is not None and candidate_val is not None:
                     pool.append((candidate, candidate_val))
         test_start = test_final = None
+        self._phase_ends("search")
         self.status.phase = "test"
         self._plan["step_s"] = 0.0
         if scores_test:  # only now, for the report: nothing accepted, the start's test score is the final's
@@ -349,9 +352,15 @@ class Optimization:
             test_final = test_start
             if incumbent.hash != self.start.hash:
                 test_final = await self.evaluations.evaluate(incumbent, "test", split="test", k=config.k)
+        self._phase_ends("test")
         return self._result(
             "finished", stop_reason, incumbent, start_val, incumbent_val, test_start, test_final
         )
+
+    def _phase_ends(self, phase: str) -> None:
+        """Note the wall minutes `phase` took, from the end of the one before (for the result)."""
+        now = (time.monotonic() - self.started) / 60
+        self._phases[phase] = round(now - sum(self._phases.values()), 2)
 
     def _stored_harness(self, harness_hash: str) -> Harness:
         """A harness this run stored, loaded: a candidate a later proposal starts from."""
@@ -640,6 +649,7 @@ class Optimization:
             **self._spend(start_val, incumbent_val, test_start, test_final),
             steps=steps,
             attempts=self.optimizations.attempts(self.id),
+            phase_minutes=dict(self._phases),
             final_patch=unified_patch(self.start.files(), incumbent.files()),
             episodes=s.episodes,
             usage=s.usage,
