@@ -213,6 +213,13 @@ _CARD = re.compile(
     rf"(?=\d)(?<!\d)(?<!\d{_GAP})(?<!\d{_GAP}{_GAP})(?<!\d{_GAP}{_GAP}{_GAP})"
     rf"\d(?:{_GAP}{{0,3}}\d){{12,18}}(?!\d|[./\-\u2010-\u2015\u2212]\w)"
 )
+# A card as people group it, 4-4-4-4 (to 19 digits) or 4-6-5, one gap repeated between the groups, tried after
+# `_CARD` from any place a run of digits starts: a card written right after another number
+# (`call 5551230147 4242 4242 4242 4242`) is read by `_CARD` as one longer number, which fails the check.
+_GROUPED_CARD = re.compile(
+    rf"(?=\d)(?<!\d)\d{{4}}(?P<gap>{_GAP}{{1,3}})(?:\d{{4}}(?P=gap)\d{{4}}(?P=gap)\d{{1,4}}(?:(?P=gap)\d{{1,3}})?"
+    rf"|\d{{6}}(?P=gap)\d{{5}})(?!\d)"
+)
 # 9-15 digits in one run, or digit groups joined by separators, optionally with +country and (area), after
 # anything but a digit, a dot or a plus (`tel-555…`, `phone_555…`, `x555…`, `-555…` as a negative number is
 # written); replaced only with 9-15 digits, so a date (2026-03-02, 8 digits), a time (09:00), an amount
@@ -257,7 +264,7 @@ def _phone(match: re.Match[str]) -> str:
 # Cards before phones: a card number is also a run of digit groups.
 _REDACTORS: dict[str, Callable[[str], str]] = {
     "email": lambda text: _EMAIL.sub("[email]", text) if _AT.search(text) else text,
-    "card": lambda text: _CARD.sub(_card, text),
+    "card": lambda text: _GROUPED_CARD.sub(_card, _CARD.sub(_card, text)),
     "phone": lambda text: _PHONE.sub(_phone, text),
 }
 # What Atoll itself writes around the model's answer (`_wire.completion`): no client's or model's words, and
