@@ -235,3 +235,42 @@ def test_all_rest_keys_together_hold_a_bounded_total(serve) -> None:
         assert httpx.delete(f"{base}/rest/payments/key0").status_code == 200
         again = httpx.post(f"{base}/rest/payments/key9/v1/customers", content="description=y", headers=FORM)
         assert again.status_code == 200, "a closed key gives its bytes back"
+
+
+def test_the_mcp_servers_sessions_hold_the_same_bounded_share(serve) -> None:
+    from atoll.worlds.serve import create_mcp_http_app
+
+    app = create_mcp_http_app("helpdesk", "small_shop")
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "get_order", "arguments": {"order_id": "ORD-1001"}},
+    }
+
+    def reply(answer: httpx.Response) -> dict:
+        lines = [line for line in answer.text.splitlines() if line.startswith("data: ")]
+        return json.loads(lines[-1][len("data: ") :] if lines else answer.text)
+
+    with serve(app) as base:
+        opened = httpx.post(f"{base}/mcp", json=hello, headers=headers)
+        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
+        httpx.post(
+            f"{base}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session
+        )
+        (connections,) = app.app.served.live
+        connections.manager.max_instance_bytes = 4_000
+        answers = [reply(httpx.post(f"{base}/mcp", json=call, headers=session)) for _ in range(20)]
+    assert "result" in answers[0] and answers[-1]["error"]["code"] == -32000, answers[-1]
+    assert "bytes" in answers[-1]["error"]["message"]

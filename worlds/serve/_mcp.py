@@ -35,7 +35,14 @@ from atoll.worlds import Clock, UnknownFixture, World, get_world
 from ._auth import DEFAULT_MAX_BODY_BYTES, Guard, check_bind
 from ._catalog import WorldCatalog
 from ._http import connection_limits, guarded_protocol
-from ._sessions import ResetRequest, Session, SessionLimitReached, SessionManager, UnknownSession
+from ._sessions import (
+    InstanceFull,
+    ResetRequest,
+    Session,
+    SessionLimitReached,
+    SessionManager,
+    UnknownSession,
+)
 
 SESSION_HEADER = "mcp-session-id"
 STATE_URI = "atoll://state"
@@ -176,11 +183,17 @@ class McpWorld:
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         session = await self._session(ctx)
         assert session.instance is not None
-        result = session.instance.call(params.name, **(params.arguments or {}))
+        try:
+            session.check_room()
+        except InstanceFull as full:
+            raise MCPError(_SERVER_ERROR, str(full)) from None
+        arguments = params.arguments or {}
+        result = session.instance.call(params.name, **arguments)
         if result.ok:
             structured = result.value if isinstance(result.value, dict) else {"result": result.value}
         else:
             structured = {"error": result.error.model_dump()}
+        session.charge(len(json.dumps(arguments, default=str)), len(result.for_model()))
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result.for_model())],
             structured_content=structured,
