@@ -30,17 +30,16 @@ MAX_TOTAL_BYTES = 128 << 20
 
 
 Face = Literal["ws", "mcp", "rest"]
-FACE_NAMES = {"ws": "WebSocket", "mcp": "/mcp", "rest": "REST key"}
 
 
 class SessionLimitReached(Exception):
-    """Every session slot is taken, or every one of a face's share; the client may retry once another closes
-    or expires."""
+    """Every session slot is taken, or every one of a share (`share` names whose); the client may retry once
+    another closes or expires."""
 
-    def __init__(self, live: int, limit: int, face: Face | None = None) -> None:
+    def __init__(self, live: int, limit: int, share: str | None = None) -> None:
         where = (
-            f"{FACE_NAMES[face]}s hold {live} sessions, their share of this server's"
-            if face is not None
+            f"{share} hold {live} sessions, their share of this server's"
+            if share is not None
             else f"{live} sessions are live, the most this server allows"
         )
         super().__init__(
@@ -99,7 +98,7 @@ class Session:
         self.instance: Instance | None = None
         self.request: ResetRequest | None = None
         self.closed = False
-        self.used_bytes = 0  # request and answer bytes of the calls made on the current instance
+        self.used_bytes = 0  # what the current instance holds, as `charge` counts it
         self._manager = manager
         self.created = self.last_used = manager.clock()
 
@@ -252,7 +251,7 @@ class SessionManager:
         if face == "rest":
             held = sum(session.face == "rest" for session in self._sessions.values())
             if held >= self.rest_share:
-                raise SessionLimitReached(held, self.rest_share, face)
+                raise SessionLimitReached(held, self.rest_share, "REST keys")
         session = Session(secrets.token_urlsafe(12), self, face)
         self._sessions[session.id] = session
         return session
