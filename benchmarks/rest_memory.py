@@ -65,7 +65,7 @@ def rss_mib(pid: int) -> float:
 
 def attack(client: httpx.Client, keys: list[str], posts: int, size: int, until: float) -> tuple[Counter, int]:
     """`posts` posts of a `size`-byte description on each key (fewer if `until` passes); the answers' statuses,
-    and the largest state document one of the keys then returns."""
+    and the largest state document one of the keys then returns (0: no key has an instance)."""
     statuses: Counter = Counter()
     for key in keys:
         for n in range(posts):
@@ -75,8 +75,8 @@ def attack(client: httpx.Client, keys: list[str], posts: int, size: int, until: 
             statuses[
                 client.post(f"/rest/payments/{key}/v1/customers", content=body, headers=FORM).status_code
             ] += 1
-    state = max((len(client.get(f"/rest/payments/{key}").content) for key in keys), default=0)
-    return statuses, state
+    states = [client.get(f"/rest/payments/{key}") for key in keys]
+    return statuses, max((len(state.content) for state in states if state.status_code == 200), default=0)
 
 
 def main() -> None:
@@ -107,7 +107,7 @@ def main() -> None:
                     str(sum(statuses.values())),
                     answers,
                     f"{rss_mib(server.pid):.0f}",
-                    f"{state / 1e6:.1f} MB",
+                    f"{state / 1e6:.1f} MB" if state else "no instance",
                 )
     finally:
         server.terminate()
