@@ -1,5 +1,5 @@
-"""The HTTP protocol every Atoll server runs under uvicorn (`optimize serve`, with or without a harness):
-uvicorn's own, with a deadline on request headers and a bounded share for slow clients.
+"""The HTTP protocol every Atoll server runs under uvicorn (`optimize serve`, with or without a harness, and
+`optimize mcp --http`): uvicorn's own, with a deadline on request headers and a bounded share for slow clients.
 
 uvicorn counts every open connection against `limit_concurrency` before anything is authenticated, and has no
 bound on the time a request's headers take: 400 connections that each trickle a partial header made every
