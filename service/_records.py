@@ -213,12 +213,13 @@ _CARD = re.compile(
     rf"(?=\d)(?<!\d)(?<!\d{_GAP})(?<!\d{_GAP}{_GAP})(?<!\d{_GAP}{_GAP}{_GAP})"
     rf"\d(?:{_GAP}{{0,3}}\d){{12,18}}(?!\d|[./\-\u2010-\u2015\u2212]\w)"
 )
-# A card as people group it, 4-4-4-4 (to 19 digits) or 4-6-5, one gap repeated between the groups, tried after
+# A card as people write it, 13-19 digits in one run or grouped 4-4-4-4 (to 19 digits) or 4-6-5 with one gap
+# repeated between the groups, tried after
 # `_CARD` from any place a run of digits starts: a card written right after another number
 # (`call 5551230147 4242 4242 4242 4242`) is read by `_CARD` as one longer number, which fails the check.
 _GROUPED_CARD = re.compile(
-    rf"(?=\d)(?<!\d)\d{{4}}(?P<gap>{_GAP}{{1,3}})(?:\d{{4}}(?P=gap)\d{{4}}(?P=gap)\d{{1,4}}(?:(?P=gap)\d{{1,3}})?"
-    rf"|\d{{6}}(?P=gap)\d{{5}})(?!\d)"
+    rf"(?=\d)(?<!\d)(?:\d{{13,19}}|\d{{4}}(?P<gap>{_GAP}{{1,3}})"
+    rf"(?:\d{{4}}(?P=gap)\d{{4}}(?P=gap)\d{{1,4}}(?:(?P=gap)\d{{1,3}})?|\d{{6}}(?P=gap)\d{{5}}))(?!\d)"
 )
 # 9-15 digits in one run, or digit groups joined by separators, optionally with +country and (area), after
 # anything but a digit, a dot or a plus (`tel-555…`, `phone_555…`, `x555…`, `-555…` as a negative number is
@@ -237,7 +238,7 @@ _DOUBLED = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9]  # a digit doubled, its digits summed 
 
 
 def _luhn(digits: str) -> bool:
-    total = sum(map(int, digits[-1::-2])) + sum(_DOUBLED[int(char)] for char in digits[-2::-2])
+    total = sum(map(int, digits[-1::-2])) + sum(map(_DOUBLED.__getitem__, map(int, digits[-2::-2])))
     return total % 10 == 0
 
 
@@ -256,6 +257,13 @@ def _card(match: re.Match[str]) -> str:
     return match.group()
 
 
+def _grouped_card(match: re.Match[str]) -> str:
+    """`[card]` when the digits of a card-shaped match pass the Luhn check (`_GROUPED_CARD` matches whole cards
+    only, so no run of its groups needs trying)."""
+    text = match.group()
+    return "[card]" if _luhn(text if text.isdigit() else "".join(_DIGIT_GROUPS.findall(text))) else text
+
+
 def _phone(match: re.Match[str]) -> str:
     count = sum(char.isdigit() for char in match.group())
     return "[phone]" if 9 <= count <= 15 or (match.group().startswith("+") and count >= 7) else match.group()
@@ -264,7 +272,7 @@ def _phone(match: re.Match[str]) -> str:
 # Cards before phones: a card number is also a run of digit groups.
 _REDACTORS: dict[str, Callable[[str], str]] = {
     "email": lambda text: _EMAIL.sub("[email]", text) if _AT.search(text) else text,
-    "card": lambda text: _GROUPED_CARD.sub(_card, _CARD.sub(_card, text)),
+    "card": lambda text: _GROUPED_CARD.sub(_grouped_card, _CARD.sub(_card, text)),
     "phone": lambda text: _PHONE.sub(_phone, text),
 }
 # What Atoll itself writes around the model's answer (`_wire.completion`): no client's or model's words, and

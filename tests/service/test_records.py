@@ -172,6 +172,7 @@ LEAKS = {
     "heidi%40example.com": "a URL-encoded at sign",
     "quoted leak": "a quoted local part",
     "4000 0566 5566 5556": "a card right after a phone number",
+    "6011111111111117": "a card in one run right after a phone number",
 }
 
 
@@ -191,7 +192,7 @@ def test_nothing_redaction_hides_reaches_the_database_or_its_wal(
         ", card-6011000990139424, tel-5551230147, phone_5551230147, x5551230147, 4242  4242  4242  4242,"
         " 5555\u00a05555\u00a05555\u00a04444, 5105\t1051\t0510\t5100, 3782\u2013822463\u201310005,"
         ' frank@[IPv6:2001:db8::1], heidi%40example.com, "quoted leak"@example.com,'
-        " call 5551230199 4000 0566 5566 5556"
+        " call 5551230199 4000 0566 5566 5556, call 5551230199 6011111111111117"
     )
     negative = {"card": -6011000990139424, "phone": -14155550142}
     request = chat(
