@@ -6,8 +6,10 @@
 Agreement: every task's gold actions through τ²'s environment and the Atoll world (tables and
 answers compared), then the perturbed sequences of tests/worlds/test_tau2_agreement.py graded by
 τ²'s EnvironmentEvaluator (the whole-database hash its reward uses), by the test's equivalent check
-on the records either run touched, and by the Atoll suite. Figures: instance creation and diff on
-the τ² fixtures beside the helpdesk ones, and the replay of all 164 gold trajectories.
+on the records either run touched, and by the Atoll suite, then generated sequences drawn as
+tests/worlds/test_tau2_properties.py draws them, more of them (answers, records and verdicts
+compared). Figures: instance creation and diff on the τ² fixtures beside the helpdesk ones, and the
+replay of all 164 gold trajectories.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import statistics
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "worlds"))  # the agreement test's τ² loaders
 
 import test_tau2_agreement as agreement  # noqa: E402
+import test_tau2_properties as properties  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -107,6 +113,38 @@ def perturbed_table(full: bool) -> tuple[Table, float]:
             row += [str(counts[(domain, kind), "evaluator"]), str(counts[(domain, kind), "check"])]
         table.add_row(*row)
     return table, seconds
+
+
+def generated_table(per_tool: int) -> Table:
+    """The property test's sequences, `per_tool` of each tool and five times as many mixed ones per
+    domain, drawn as the test draws them (the same seeds: the first ones are the test's)."""
+    counts: Counter = Counter()
+
+    def run(domain: str, tool: str | None, examples: int) -> None:
+        @settings(properties.GENERATED, max_examples=examples)
+        @given(data=st.data())
+        def sample(data: st.DataObject) -> None:
+            found = properties.compare(domain, *properties.draw_sequence(domain, data, tool))
+            counts[domain, "sequences"] += 1
+            counts[domain, "calls"] += found.calls
+            counts[domain, "equal answers"] += found.calls - len(found.answers)
+            counts[domain, "equal records"] += not found.tables
+            counts[domain, "τ² fails the task"] += not found.tau2_passes
+            counts[domain, "same verdict"] += found.tau2_passes == found.atoll_passes
+
+        sample()
+
+    columns = ["sequences", "calls", "equal answers", "equal records", "τ² fails the task", "same verdict"]
+    table = Table(title="Generated sequences: τ²'s environment vs the Atoll world")
+    table.add_column("domain")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for domain, tools in properties.TOOLS.items():
+        run(domain, None, 5 * per_tool)
+        for tool in tools:
+            run(domain, tool, per_tool)
+        table.add_row(domain, *(str(counts[domain, column]) for column in columns))
+    return table
 
 
 def _median_ms(action: Callable[[], object], repeats: int) -> float:
@@ -223,12 +261,20 @@ def replay_seconds() -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="skip τ²'s whole-database evaluator (minutes)")
+    parser.add_argument(
+        "--generated", type=int, default=100, metavar="N", help="generated sequences per tool"
+    )
     options = parser.parse_args()
+    # τ²'s models warn when they dump a value stored as given ("2" in an int field), as in τ²'s own runs.
+    warnings.filterwarnings("ignore", "Pydantic serializer warnings", UserWarning)
     console = Console()
     console.print(gold_table())
     table, seconds = perturbed_table(full=not options.quick)
     console.print(table)
     console.print(f"perturbed sequences graded in {seconds:.1f} s")
+    started = time.perf_counter()
+    console.print(generated_table(options.generated))
+    console.print(f"generated sequences compared in {time.perf_counter() - started:.1f} s")
     console.print(figures_table())
     atoll, tau2, count = replay_seconds()
     console.print(

@@ -14,6 +14,7 @@ Left out, because a SQLite column cannot hold them as τ²'s objects do: a boole
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -375,8 +376,18 @@ def _user_of(domain: str, task: Any) -> str:
     return next(iter(db.users))
 
 
-def _same_as_tau2(domain: str, task: Any, actions: list[tuple[str, dict[str, Any]]]) -> None:
-    """Every answer, every touched record and the task's verdict as τ²'s."""
+@dataclass
+class Comparison:
+    """One sequence through both environments: where they differ, and each one's verdict on the task."""
+
+    calls: int
+    answers: list[str]  # the calls whose answers differ
+    tables: list[str]  # the tables whose touched records differ
+    tau2_passes: bool
+    atoll_passes: bool
+
+
+def compare(domain: str, task: Any, actions: list[tuple[str, dict[str, Any]]]) -> Comparison:
     result = replay(domain, actions)
     answers = [
         f"call {i} {name}({arguments}): τ² {message.content[:200]!r}, Atoll {record.for_model()[:200]!r}"
@@ -385,10 +396,33 @@ def _same_as_tau2(domain: str, task: Any, actions: list[tuple[str, dict[str, Any
         )
         if not same_answer(message, record)
     ]
-    assert not answers, "\n".join(answers)
-    assert not table_differences(domain, result), table_differences(domain, result)
     case = Case(domain, task, "generated", actions)
-    assert tau2_db_match(case, result) == atoll_db_verdict(case, result)
+    verdicts = tau2_db_match(case, result), atoll_db_verdict(case, result)
+    return Comparison(len(actions), answers, table_differences(domain, result), *verdicts)
+
+
+def draw_sequence(
+    domain: str, data: st.DataObject, tool: str | None = None
+) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
+    """A task, and calls on its user after its gold actions half the time: one to six of any tool, or
+    one to three of `tool`."""
+    task = data.draw(st.sampled_from(tau2_tasks(domain)), label="task")
+    calls = CALLS[domain](_user_of(domain, task))
+    assert set(calls) == set(TOOLS[domain])
+    prefix = gold_actions(task) if data.draw(st.booleans(), label="gold first") else []
+    if tool is None:
+        generated = st.lists(call(calls, _writes(domain)), min_size=1, max_size=6)
+    else:
+        generated = st.lists(call({tool: calls[tool]}, set()), min_size=1, max_size=3)
+    return task, [*prefix, *data.draw(generated, label="calls")]
+
+
+def _same_as_tau2(domain: str, task: Any, actions: list[tuple[str, dict[str, Any]]]) -> None:
+    """Every answer, every touched record and the task's verdict as τ²'s."""
+    found = compare(domain, task, actions)
+    assert not found.answers, "\n".join(found.answers)
+    assert not found.tables, found.tables
+    assert found.tau2_passes == found.atoll_passes
 
 
 GENERATED = settings(
@@ -416,21 +450,7 @@ TOOLS = {
 @given(data=st.data())
 def test_generated_sequences_leave_taus_state_answers_and_verdict(domain: str, data: st.DataObject) -> None:
     """Sequences of any of the domain's tools, after the task's gold actions half the time."""
-    task = data.draw(st.sampled_from(tau2_tasks(domain)), label="task")
-    calls = CALLS[domain](_user_of(domain, task))
-    prefix = gold_actions(task) if data.draw(st.booleans(), label="gold first") else []
-    generated = st.lists(call(calls, _writes(domain)), min_size=1, max_size=6)
-    _same_as_tau2(domain, task, [*prefix, *data.draw(generated, label="calls")])
-
-
-def _one_tool(domain: str, tool: str, data: st.DataObject) -> None:
-    """One tool called one to three times, after the task's gold actions half the time."""
-    task = data.draw(st.sampled_from(tau2_tasks(domain)), label="task")
-    calls = CALLS[domain](_user_of(domain, task))
-    assert set(calls) == set(TOOLS[domain])
-    prefix = gold_actions(task) if data.draw(st.booleans(), label="gold first") else []
-    generated = st.lists(call({tool: calls[tool]}, set()), min_size=1, max_size=3)
-    _same_as_tau2(domain, task, [*prefix, *data.draw(generated, label="calls")])
+    _same_as_tau2(domain, *draw_sequence(domain, data))
 
 
 WRITES = {  # the tools that change records (τ²'s ToolType.WRITE)
@@ -450,7 +470,7 @@ def test_each_write_called_every_way_answers_and_stores_as_tau2(
     domain: str, tool: str, data: st.DataObject
 ) -> None:
     """Every write gets its share of wrong types, repeats, out-of-range numbers and missing arguments."""
-    _one_tool(domain, tool, data)
+    _same_as_tau2(domain, *draw_sequence(domain, data, tool))
 
 
 @pytest.mark.parametrize(
@@ -459,7 +479,7 @@ def test_each_write_called_every_way_answers_and_stores_as_tau2(
 @settings(GENERATED, max_examples=PER_READ)
 @given(data=st.data())
 def test_each_read_called_every_way_answers_as_tau2(domain: str, tool: str, data: st.DataObject) -> None:
-    _one_tool(domain, tool, data)
+    _same_as_tau2(domain, *draw_sequence(domain, data, tool))
 
 
 BOOKING = {  # one passenger in economy on HAT001, PHL to LGA on 2024-05-16: $122
