@@ -238,16 +238,18 @@ def _airline_calls(user_id: str) -> dict[str, st.SearchStrategy]:
     flights = sorted({f.flight_number for r in user.reservations for f in db.reservations[r].flights})
     flights += list(db.flights)[:4]
     dates = ["2024-05-15", "2024-05-16", "2024-05-20", "2024-05-01", "2024-05-30"]
-    flight = st.fixed_dictionaries({"flight_number": _ids(flights), "date": st.sampled_from(dates)})
+    date = st.one_of(st.sampled_from(dates), st.sampled_from(dates), WRONG)  # items get wrong types too
+    flight = st.fixed_dictionaries({"flight_number": _ids(flights), "date": date})
     passenger = st.fixed_dictionaries(
         {
             "first_name": st.just("Mia"),
             "last_name": st.just("Li"),
-            "dob": st.sampled_from(["1990-01-01", "x"]),
+            "dob": st.one_of(st.just("1990-01-01"), WRONG),
         },
         optional={"extra": TEXTS},
     )
-    payment = st.fixed_dictionaries({"payment_id": _ids(methods), "amount": st.integers(0, 500)})
+    amount = st.one_of(st.integers(0, 500), COUNTS)
+    payment = st.fixed_dictionaries({"payment_id": _ids(methods), "amount": amount})
     reservation = _ids(reservations)
     calls = {
         "book_reservation": st.one_of(
