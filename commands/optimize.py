@@ -58,7 +58,7 @@ def run(
             help="Wall-time budget, checked between proposals (the start and the closing test scoring "
             "always run).",
         ),
-    ] = 45.0,
+    ] = 90.0,
     max_episodes: Annotated[int | None, typer.Option(help="Episode budget.")] = None,
     max_model_calls: Annotated[int | None, typer.Option(help="Model-call budget.")] = None,
     max_cost_usd: Annotated[float | None, typer.Option("--max-cost", help="Cost budget in USD.")] = None,

@@ -73,7 +73,7 @@ class OptimizeConfig(BaseModel):
     max_model_calls: int | None = Field(None, ge=1)
     max_cost_usd: float | None = Field(None, gt=0)
     max_minutes: float | None = Field(
-        45.0,
+        90.0,
         gt=0,
         description="Wall-time budget in minutes: scoring the start counts; the start and the closing test "
         "scoring always run.",

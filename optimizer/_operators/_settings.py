@@ -7,6 +7,7 @@ Nothing here knows a world: the rule texts are general and the preconditions are
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -77,6 +78,22 @@ def _aimed(proposal: Proposal | None, context: ProposalContext, patterns: Iterab
     return proposal
 
 
+def _skipped_a_step(transcript: str, requires: dict[str, dict[str, str]]) -> bool:
+    """Whether an agent in a failing transcript called a tool before the step it `requires` (agent ->
+    tool -> the tool that must come first): the episodes a preconditions guard would have changed."""
+    called: dict[str, set[str]] = {}
+    for line in transcript.splitlines():
+        match = re.match(r"^\[([^\]]+)\] call (\S+)", line)
+        if not match:
+            continue
+        agent, tool = match.groups()
+        first = requires.get(agent, {}).get(tool)
+        if first is not None and first not in called.get(agent, set()):
+            return True
+        called.setdefault(agent, set()).add(tool)
+    return False
+
+
 def _set_guard(edit: Edit, agent: str, guard: str, on: bool) -> None:
     settings = edit.agent(agent)
     guards = settings.setdefault("guards", CommentedMap())
@@ -136,6 +153,11 @@ class EnableGuard(Operator):
         proposal = edit.proposal(
             self.name, f"Turn on guard {guard} for agent(s) {', '.join(agents)}: {evidence}."
         )
+        if guard == "preconditions" and proposal is not None:
+            proposal.targets = [
+                f.task_id for f in context.failures if _skipped_a_step(f.transcript, requires)
+            ]
+            return proposal
         return _aimed(proposal, context, GUARD_PATTERNS[guard])
 
 

@@ -70,3 +70,13 @@ def propose(tmp_path: Path, proposers: list[Operator], seed: int, proposals: int
         store.close()
     operators = [step.operator for step in result.steps]
     return operators[0] if proposals == 1 else operators
+
+
+def test_a_preconditions_guard_aims_at_the_failures_that_skipped_the_step_it_requires() -> None:
+    from atoll.optimizer._operators._settings import _skipped_a_step
+
+    requires = {"desk": {"get_order": "verify_identity"}}
+    skipped = '[desk] user: hi\n[desk] call get_order {"order_id": "ORD-1"}\n[desk] result: {}'
+    assert _skipped_a_step(skipped, requires)
+    assert not _skipped_a_step('[desk] call verify_identity {"pin": "1"}\n' + skipped, requires)
+    assert not _skipped_a_step(skipped.replace("[desk]", "[other]"), requires)  # another agent's calls
