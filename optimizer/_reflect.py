@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from atoll.harnesses import HarnessError, render_prompt
 from atoll.harnesses.models import Model, ModelParams, ModelUsage
@@ -242,32 +242,11 @@ def _tool_note_form(context: ProposalContext, agent: str) -> Form | None:
     return Form(question, fill)
 
 
-def _cut_form(context: ProposalContext, agent: str) -> Form | None:
-    template = context.harness.agent(agent).prompt
-    lines = context.files[template].split("\n")
-    sizes = rendered_sizes(context, agent)
-    if not sizes:
-        return None
-    big = sorted((i for i, size in sizes.items() if size >= _BIG_PART), key=lambda i: -sizes[i])
-    skills = context.harness.skills
-    rendered = " ".join(lines[i] for i in sizes)
-    options: list[tuple[str, int, str | None]] = []  # (what, line, skill to put there or None)
-    for i in big:
-        options.append((f"Cut `{lines[i].strip()}` ({sizes[i]:,} characters of the prompt)", i, None))
-        shorter = [
-            name
-            for name, text in sorted(skills.items(), key=lambda item: len(item[1]))
-            if len(text) * 2 <= sizes[i] and f"skills.{name}" not in rendered
-        ]
-        options += [
-            (
-                f"Replace `{lines[i].strip()}` ({sizes[i]:,} characters) with the shorter skill "
-                f"{name!r} ({len(skills[name]):,} characters): {_first_line(skills[name])}",
-                i,
-                name,
-            )
-            for name in shorter[:2]
-        ]
+Option = tuple[str, Callable[[Edit], str]]  # what the menu says, and how it edits (returning what it did)
+
+
+def _menu_form(context: ProposalContext, before: str, options: list[Option], after: str = "") -> Form | None:
+    """A question whose answer is one number from a menu of at most _MENU edits; None with no options."""
     options = options[:_MENU]
     if not options:
         return None
@@ -276,56 +255,77 @@ def _cut_form(context: ProposalContext, agent: str) -> Form | None:
         choice = read_choice(answer, len(options))
         if choice is None:
             return Filled("no_parse", f"no CHOICE between 1 and {len(options)}")
-        what, line, skill = options[choice - 1]
         edit = Edit(context)
-        new_lines = list(lines)
-        if skill is None:
-            del new_lines[line]
-        else:
-            new_lines[line] = "{{ skills." + skill + " }}"
-            if skill not in context.harness.agent(agent).skills:
-                edit.set_list(agent, "skills", [*context.harness.agent(agent).skills, skill])
-        edit.files[template] = "\n".join(new_lines)
-        return Filled("proposed", f"{what} in {agent}'s prompt ({template}).", edit)
+        return Filled("proposed", options[choice - 1][1](edit), edit)
 
-    menu = "\n".join(f"{i}. {what}" for i, (what, _, _) in enumerate(options, start=1))
-    question = (
+    menu = "\n".join(f"{i}. {label}" for i, (label, _) in enumerate(options, start=1))
+    tail = f"\n\n{after}" if after else "\n"
+    return Form(f"{before}\n{menu}{tail}\nAnswer in exactly one line:\nCHOICE: <number>", fill)
+
+
+def _cut_form(context: ProposalContext, agent: str) -> Form | None:
+    template = context.harness.agent(agent).prompt
+    lines = context.files[template].split("\n")
+    sizes = rendered_sizes(context, agent)
+    skills, skills_of = context.harness.skills, context.harness.agent(agent).skills
+    rendered = " ".join(lines[i] for i in sizes)
+
+    def replace(line: int, skill: str | None, what: str) -> Callable[[Edit], str]:
+        def apply(edit: Edit) -> str:
+            new_lines = list(lines)
+            if skill is None:
+                del new_lines[line]
+            else:
+                new_lines[line] = "{{ skills." + skill + " }}"
+                if skill not in skills_of:
+                    edit.set_list(agent, "skills", [*skills_of, skill])
+            edit.files[template] = "\n".join(new_lines)
+            return f"{what} in {agent}'s prompt ({template})."
+
+        return apply
+
+    options: list[Option] = []
+    for i in sorted((i for i, size in sizes.items() if size >= _BIG_PART), key=lambda i: -sizes[i]):
+        part = f"`{lines[i].strip()}` ({sizes[i]:,} characters of the prompt)"
+        options.append((f"Cut {part}", replace(i, None, f"Cut {part}")))
+        shorter = [
+            name
+            for name, text in sorted(skills.items(), key=lambda item: len(item[1]))
+            if len(text) * 2 <= sizes[i] and f"skills.{name}" not in rendered
+        ]
+        for name in shorter[:2]:
+            what = f"Replace {part} with the shorter skill {name!r} ({len(skills[name]):,} characters)"
+            options.append((f"{what}: {_first_line(skills[name])}", replace(i, name, what)))
+    before = (
         f'The prompt of the agent "{agent}" is long, and a small model follows a short prompt better. '
-        f"Which ONE of these changes would most likely have helped in this conversation, without "
-        f"hurting other requests?\n{menu}\n\nAnswer in exactly one line:\nCHOICE: <number>"
+        "Which ONE of these changes would most likely have helped in this conversation, without hurting "
+        "other requests?"
     )
-    return Form(question, fill)
+    return _menu_form(context, before, options)
 
 
 def _demo_form(context: ProposalContext, agent: str) -> Form | None:
     entry = context.harness.entry
-    taken = set(context.harness.demos)
-    episodes = [r for r in context.passing_episodes if demo_name(r.task_id) not in taken]
+    episodes = [r for r in context.passing_episodes if demo_name(r.task_id) not in context.harness.demos]
     context.rng.shuffle(episodes)
-    options = [(r, demo) for r in episodes if (demo := episode_demo(context, r)) is not None][:_MENU]
-    if not options:
-        return None
 
-    def fill(answer: str) -> Filled:
-        choice = read_choice(answer, len(options))
-        if choice is None:
-            return Filled("no_parse", f"no CHOICE between 1 and {len(options)}")
-        result, demo = options[choice - 1]
-        edit = Edit(context)
-        where = edit.place_demo(entry, demo_name(result.task_id), demo)
-        detail = f"Show {entry} the passing train episode of {result.task_id} as an example ({where})."
-        return Filled("proposed", detail, edit)
+    def show(result: Any, demo: dict) -> Callable[[Edit], str]:
+        def apply(edit: Edit) -> str:
+            where = edit.place_demo(entry, demo_name(result.task_id), demo)
+            return f"Show {entry} the passing train episode of {result.task_id} as an example ({where})."
 
-    menu = "\n".join(
-        f"{i}. {_one_line(demo['steps'][0]['user'])} (then: {_calls(demo)})"
-        for i, (_, demo) in enumerate(options, start=1)
+        return apply
+
+    options: list[Option] = [
+        (f"{_one_line(demo['steps'][0]['user'])} (then: {_calls(demo)})", show(result, demo))
+        for result in episodes
+        if (demo := episode_demo(context, result)) is not None
+    ]
+    before = f'These requests were handled correctly by the agent "{entry}":'
+    after = (
+        "Which ONE should it see as a worked example, so that it handles requests like the failed one right?"
     )
-    question = (
-        f'These requests were handled correctly by the agent "{entry}":\n{menu}\n\nWhich ONE should it '
-        "see as a worked example, so that it handles requests like the failed one right?\nAnswer in "
-        "exactly one line:\nCHOICE: <number>"
-    )
-    return Form(question, fill)
+    return _menu_form(context, before, options, after)
 
 
 def _tools_form(context: ProposalContext, agent: str) -> Form | None:
@@ -337,33 +337,25 @@ def _tools_form(context: ProposalContext, agent: str) -> Form | None:
         (t for t in context.world_tools if t not in offered and t in world),
         key=lambda t: (t not in mentioned, t),
     )
-    hide = sorted(offered - required)
-    options = [
-        (f"Give {agent} the tool {t}: {_first_line(world[t].description)}", t, True) for t in expose[:5]
-    ]
-    options += [(f"Take the tool {t} away from {agent}", t, False) for t in hide]
-    options = options[:_MENU]
-    if not options:
-        return None
 
-    def fill(answer: str) -> Filled:
-        choice = read_choice(answer, len(options))
-        if choice is None:
-            return Filled("no_parse", f"no CHOICE between 1 and {len(options)}")
-        what, tool, give = options[choice - 1]
-        edit = Edit(context)
-        if give:
-            edit.expose(agent, tool)
-        else:
-            edit.hide(agent, tool)
-        return Filled("proposed", f"{what}.", edit)
+    def change(tool: str, give: bool, what: str) -> Callable[[Edit], str]:
+        def apply(edit: Edit) -> str:
+            (edit.expose if give else edit.hide)(agent, tool)
+            return f"{what}."
 
-    menu = "\n".join(f"{i}. {what}" for i, (what, _, _) in enumerate(options, start=1))
-    question = (
-        f'Which ONE of these changes to the tools of the agent "{agent}" would most likely have helped '
-        f"here?\n{menu}\n\nAnswer in exactly one line:\nCHOICE: <number>"
+        return apply
+
+    options: list[Option] = []
+    for tool in expose[:5]:
+        what = f"Give {agent} the tool {tool}: {_first_line(world[tool].description)}"
+        options.append((what, change(tool, True, what)))
+    for tool in sorted(offered - required):
+        what = f"Take the tool {tool} away from {agent}"
+        options.append((what, change(tool, False, what)))
+    before = (
+        f'Which ONE of these changes to the tools of the agent "{agent}" would most likely have helped here?'
     )
-    return Form(question, fill)
+    return _menu_form(context, before, options)
 
 
 FORMS: dict[Kind, Callable[[ProposalContext, str], Form | None]] = {
