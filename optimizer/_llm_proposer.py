@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from atoll.harnesses.models import Model, ModelError, ModelUsage
 
 from ._dspy_engine import dspy_lm
-from ._proposal import FailureReport, Proposal, ProposalContext
+from ._proposal import FailureReport, Proposal, ProposalContext, fenced
 
 EDITABLE = ("harness.yaml", "tools.yaml", "prompts/*.md.j2", "skills/*.md", "demos/*.yaml")
 
@@ -147,9 +147,7 @@ class LLMProposer:
         budget = self.max_chars_per_failure
 
         def fence(text: str, limit: int) -> str:
-            while boundary in text:  # removing one copy may splice its neighbours into another
-                text = text.replace(boundary, "")
-            return f"<<<{boundary}\n{_clip(text, limit)}\n{boundary}>>>"
+            return fenced(text, boundary, limit)
 
         return "\n".join(
             [
@@ -188,11 +186,3 @@ def edit_problem(edit: FileEdit) -> str | None:
         except yaml.YAMLError as exc:
             return f"invalid YAML: {str(exc).splitlines()[0]}"
     return None
-
-
-def _clip(text: str, limit: int) -> str:
-    """`text` cut in the middle to about `limit` characters: the start and the end say the most."""
-    if len(text) <= limit:
-        return text
-    head, tail = text[: limit // 2], text[len(text) - limit // 2 :]
-    return f"{head}\n… [{len(text) - len(head) - len(tail)} characters cut] …\n{tail}"

@@ -172,3 +172,19 @@ def held_out_leak(
                     "val and test are never demo material"
                 )
     return None
+
+
+def fenced(text: str, boundary: str, limit: int) -> str:
+    """Recorded text fenced as data for a proposer model: every copy of the boundary token taken out of it
+    (so it cannot close the fence early), cut in the middle to about `limit` characters."""
+    while boundary in text:  # removing one copy may splice its neighbours into another
+        text = text.replace(boundary, "")
+    return f"<<<{boundary}\n{_clip(text, limit)}\n{boundary}>>>"
+
+
+def _clip(text: str, limit: int) -> str:
+    """`text` cut in the middle to about `limit` characters: the start and the end say the most."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit // 2], text[len(text) - limit // 2 :]
+    return f"{head}\n… [{len(text) - len(head) - len(tail)} characters cut] …\n{tail}"

@@ -27,7 +27,7 @@ from atoll.harnesses.models import Model, ModelParams, ModelUsage
 
 from ._form import read_choice, read_form, read_sentence
 from ._operators._common import Edit, demo_name, episode_demo
-from ._proposal import Attempt, FailureReport, Outcome, Proposal, ProposalContext
+from ._proposal import Attempt, FailureReport, Outcome, Proposal, ProposalContext, fenced
 
 Kind = Literal["rule", "tool_note", "cut", "demo", "tools"]
 KINDS: tuple[Kind, ...] = ("rule", "tool_note", "cut", "demo", "tools")
@@ -164,11 +164,7 @@ def failing_agent(failure: FailureReport, context: ProposalContext) -> str:
 
 def describe_failure(failure: FailureReport, agent: str, boundary: str, max_chars: int) -> str:
     def fence(text: str, limit: int) -> str:
-        while boundary in text:
-            text = text.replace(boundary, "")
-        if len(text) > limit:
-            text = f"{text[: limit // 3]}\n… [cut] …\n{text[-(2 * limit) // 3 :]}"
-        return f"<<<{boundary}\n{text}\n{boundary}>>>"
+        return fenced(text, boundary, limit)
 
     return "\n".join(
         [
