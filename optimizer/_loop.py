@@ -320,11 +320,7 @@ class Optimization:
             verdict, candidate, candidate_val = await self._iteration(
                 iteration, rng, parent, incumbent, incumbent_val
             )
-            stored = self.optimizations.proposal_rows(self.id)
-            row = next((r for r in stored if r["iteration"] == iteration), None)
-            decided = row is not None and verdict in ("accept", "reject", "void") and row["decision"]
-            decision = load_decision(row["decision"]) if decided else None
-            if repairs.after(verdict, decision, row["candidate_hash"] if row else None):
+            if repairs.after(verdict, *self._stored_decision(iteration)):
                 self._emit(
                     "decision",
                     stage=f"the next {repairs.tries} proposals start from proposal {iteration + 1}, to repair "
@@ -361,6 +357,17 @@ class Optimization:
         """Note the wall minutes `phase` took, from the end of the one before (for the result)."""
         now = (time.monotonic() - self.started) / 60
         self._phases[phase] = round(now - sum(self._phases.values()), 2)
+
+    def _stored_decision(self, iteration: int) -> tuple[Any, str | None]:
+        """The gate's decision on proposal `iteration` as stored (None if it never reached the gate), and
+        its candidate's hash."""
+        row = next(
+            (r for r in self.optimizations.proposal_rows(self.id) if r["iteration"] == iteration), None
+        )
+        if row is None:
+            return None, None
+        judged = row["verdict"] in ("accept", "reject", "void") and row["decision"]
+        return (load_decision(row["decision"]) if judged else None), row["candidate_hash"]
 
     def _stored_harness(self, harness_hash: str) -> Harness:
         """A harness this run stored, loaded: a candidate a later proposal starts from."""
