@@ -358,6 +358,17 @@ class Optimization:
         now = (time.monotonic() - self.started) / 60
         self._phases[phase] = round(now - sum(self._phases.values()), 2)
 
+    async def _regressions(self, parent_train: BatchResult, incumbent: Harness) -> list[Any]:
+        """The parent's failing train episodes on tasks where it scored below the incumbent: the train
+        tasks a vetoed winner broke, which a repair proposal should read (val stays unseen)."""
+        before = {
+            task: _task_mean(scores)
+            for task, scores in (await self.evaluations.train(incumbent)).scores().items()
+        }
+        return [
+            result for result in parent_train.failures() if result.score < before.get(result.task_id, 0.0)
+        ]
+
     def _stored_decision(self, iteration: int) -> tuple[Any, str | None]:
         """The gate's decision on proposal `iteration` as stored (None if it never reached the gate), and
         its candidate's hash."""
@@ -387,11 +398,14 @@ class Optimization:
     ) -> tuple[str, Harness | None, BatchResult | None]:
         self._emit("proposal", stage="proposing", iteration=iteration + 1, operator=None, rationale=None)
         parent_train = await self.evaluations.train(parent)
+        failures = parent_train.failures()
+        if parent.hash != incumbent.hash:  # a repair: what the parent broke is what to mend first
+            failures = await self._regressions(parent_train, incumbent) or failures
         context = ProposalContext(
             files=parent.files(),
             harness_hash=parent.hash,
             harness=parent,
-            failures=[_failure_report(r, self.suite) for r in parent_train.failures()],
+            failures=[_failure_report(r, self.suite) for r in failures],
             passing_episodes=[r for r in parent_train.results if r.passed],
             train_tasks=[self.suite.task(task) for task in self.evaluations.train_tasks],
             world_tools=list(self.world.tools),
@@ -754,6 +768,10 @@ def _check_clean(config: OptimizeConfig) -> None:
             f"{config.harness} has uncommitted changes ({', '.join(dirty[:5])}); commit or stash them first, "
             "so every accepted variant is one clean commit"
         )
+
+
+def _task_mean(scores: list[float | None]) -> float:
+    return sum(score or 0.0 for score in scores) / len(scores) if scores else 0.0
 
 
 def _outcomes(batch: BatchResult) -> list[EpisodeOutcome]:

@@ -13,18 +13,20 @@ from atoll.evals import RunStore
 from atoll.harnesses.models import ScriptedModel
 from atoll.optimizer import Operator, OptimizeConfig, Proposal, ProposalContext, optimize
 
-BOLD, MEND = "NOTE EVERY ORDER.", "ORDER 1020 TOO."
+BOLD, MEND = "NOTE EVERY ORDER.", "ORDERS 1002 AND 1020 TOO."
+DROPPED = (1002, 1020)  # a train task's order and a val task's
+NEVER = 1007  # a train task's order no prompt gets noted: a failure the repair is not about
 
 
 def agent(request) -> str | dict:
-    """As shipped, notes even orders. Told to note every order, it does, but drops order 1020, which it
-    noted before; told that order too, it notes all."""
+    """As shipped, notes even orders. Told to note every order, it does, but drops orders 1002 and 1020,
+    which it noted before; told those too, it notes all."""
     system, last = request.messages[0]["content"], request.messages[-1]
     if last["role"] == "tool":
         return "Done, the note is on the order."
     order = re.search(r"ORD-(\d+)", last["content"])
     number = int(order.group(1))
-    bold = BOLD in system and (number != 1020 or MEND in system)
+    bold = BOLD in system and number != NEVER and (number not in DROPPED or MEND in system)
     if bold or (BOLD not in system and number % 2 == 0):
         return {
             "tool_calls": [{"name": "add_order_note", "arguments": {"order_id": order.group(), "note": "x"}}]
@@ -37,11 +39,13 @@ class Adds(Operator):
 
     def __init__(self, name: str, line: str, needs: str = "") -> None:
         self.name, self.line, self.needs = name, line, needs
+        self.read: list[str] = []  # the failing train tasks it was shown when it proposed
 
     async def propose(self, context: ProposalContext) -> Proposal | None:
         prompt = context.files[PROMPT]
         if self.line in prompt or self.needs not in prompt:
             return None
+        self.read = [failure.task_id for failure in context.failures]
         files = {**context.files, PROMPT: prompt + self.line + "\n"}
         return Proposal.build(
             operator=self.name,
@@ -72,3 +76,4 @@ def test_a_vetoed_winner_is_repaired_from_and_the_repair_is_kept(tmp_path: Path)
     assert (second.operator, second.verdict) == ("mend", "accept")
     prompt = (root / "h" / PROMPT).read_text()
     assert BOLD in prompt and MEND in prompt
+    assert proposers[1].read == ["note-2"]  # the repair read the train task its parent broke, nothing else
