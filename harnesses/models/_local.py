@@ -35,7 +35,7 @@ from pydantic import BaseModel
 
 from atoll.worlds import cache_dir
 
-from . import _chat, _engine
+from . import _chat, _costs, _engine
 from ._catalog import _INSTALL_HINT, LocalModel, local_model
 from ._loops import in_a_loop
 from ._snapshots import SNAPSHOT_BYTES, Snapshot, Snapshots
@@ -264,7 +264,7 @@ def _close() -> None:
         _close_locked()
 
 
-def _prime(loaded: _Loaded, segments: list[list[int]]) -> None:
+def _prime(loaded: _Loaded, segments: list[list[int]]) -> tuple[int, int, float]:
     """Leave exactly `segments` evaluated in the context, each as one piece after those before it,
     reusing the longest run of leading segments the context, or a saved snapshot of it, holds.
 
@@ -286,19 +286,22 @@ def _prime(loaded: _Loaded, segments: list[list[int]]) -> None:
     live = llama.input_ids[: llama.n_tokens].tolist()
     kept = _segments_held(loaded.bounds, live, bounds, tokens)
     saved, restorable = loaded.snapshots.best(bounds, tokens)
+    held, restore_s = kept, 0.0
     if saved is not None and restorable > kept:
+        began = time.perf_counter()
         _save_live(loaded)
         _load_kv(llama, saved.data)
         llama.input_ids[: len(saved.tokens)] = saved.tokens
         llama.n_tokens = len(saved.tokens)
         loaded.bounds = list(saved.bounds)
-        kept = restorable
+        kept, held = restorable, 0
+        restore_s = time.perf_counter() - began
     elif kept == 0:
         _save_live(loaded)
     if kept and llama._ctx.kv_cache_seq_rm(-1, bounds[kept - 1], -1):
         llama.n_tokens = bounds[kept - 1]
     else:
-        kept = 0
+        kept = held = 0
         llama.reset()
     loaded.bounds = bounds[:kept]
     start = bounds[kept - 1] if kept else 0
@@ -306,6 +309,7 @@ def _prime(loaded: _Loaded, segments: list[list[int]]) -> None:
         llama.eval(tokens[start:bound])
         start = bound
         loaded.bounds.append(bound)
+    return held, kept - held, restore_s
 
 
 def _segments_held(held_bounds: list[int], held: list[int], bounds: list[int], tokens: list[int]) -> int:
@@ -375,6 +379,7 @@ def generate(
     """
     check_available(name)
     StoppingCriteriaList = _llama_cpp().StoppingCriteriaList
+    began = time.perf_counter()
 
     with _lock:
         loaded = _load(name)
@@ -393,17 +398,22 @@ def generate(
                 f"context of {model.n_ctx} tokens: shorten the prompt (fewer demos or tools) or lower max_tokens"
             )
         options: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
-        _prime(loaded, segments[:-1])  # create_completion evaluates the last segment, after these
+        primed = time.perf_counter()
+        # create_completion evaluates the last segment, after these
+        held, restored, restore_s = _prime(loaded, segments[:-1])
+        reading = time.perf_counter()
         # Counted from the first token written: reading the prompt, however long, is work asked for,
         # not a hung model (llama.cpp asks this after each token it samples, the first after the prompt).
         deadline: float | None = None
+        first_token_at = 0.0
         timed_out = looped = False
 
         def should_stop(ids: Any, _logits: Any) -> bool:
             """Past the deadline, or fallen into a loop (`_loops`): the rest would be more of the same."""
-            nonlocal deadline, timed_out, looped
+            nonlocal deadline, timed_out, looped, first_token_at
             if deadline is None:
                 deadline = time.monotonic() + timeout_s
+                first_token_at = time.perf_counter()
             timed_out = time.monotonic() > deadline
             looped = in_a_loop(ids[prompt_tokens:])
             return timed_out or looped
@@ -418,6 +428,27 @@ def generate(
             logit_bias=loaded.bias or None,
             **options,
         )
+        if _costs.watched():
+            ended = time.perf_counter()
+            first_token_at = first_token_at or ended
+            _costs.report(
+                _costs.CallCost(
+                    model=name,
+                    segments=[
+                        _costs.SegmentCost(
+                            tokens=len(segment),
+                            how="kept" if i < held else "restored" if i < held + restored else "read",
+                            opening=text[:80],
+                        )
+                        for i, (segment, text) in enumerate(zip(segments, texts, strict=True))
+                    ],
+                    written_tokens=out["usage"]["completion_tokens"],
+                    restore_s=restore_s,
+                    read_s=(reading - primed - restore_s) + (first_token_at - reading),
+                    write_s=ended - first_token_at,
+                    total_s=ended - began,
+                )
+            )
     if timed_out:
         raise LocalTimeout(f"local/{name} ran past its {timeout_s:g} s timeout")
     choice = out["choices"][0]
