@@ -123,17 +123,18 @@ def render_chat(
 def chat_segments(
     template: Callable[..., str], messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
 ) -> list[str]:
-    """A chat prompt cut at message boundaries: joined, the segments are the whole prompt (ending
-    with the assistant's opening), and each cut is where the conversation's first k messages,
-    rendered on their own, end. The first segment is the system message with the tool schemas
-    beside it; a cut the template does not allow (it groups consecutive tool results into one
+    """A chat prompt cut at message boundaries: joined, the segments are the whole prompt, and
+    each cut is where the conversation's first k messages, rendered on their own, end. The first
+    segment is the system message with the tool schemas beside it, the last the assistant's
+    opening alone; a cut the template does not allow (it groups consecutive tool results into one
     turn, say) is skipped. A growing conversation keeps its earlier segments, so the engine can
-    reuse what it evaluated for them."""
+    reuse what it evaluated for them: the newest message, cut from the opening, is read once,
+    not again by the next call."""
     whole = render_chat(template, messages, tools)
     segments, position = [], 0
-    for k in range(1, len(messages)):
+    for k in range(1, len(messages) + 1):
         head = render_chat(template, messages[:k], tools, add_generation_prompt=False)
-        if len(head) > position and whole.startswith(head):
+        if position < len(head) < len(whole) and whole.startswith(head):
             segments.append(head[position:])
             position = len(head)
     segments.append(whole[position:])

@@ -218,11 +218,11 @@ def test_a_chat_prompt_is_cut_after_each_message_and_the_first_cut_holds_the_too
     segments = chat_segments(template, CONVERSATION, [SCHEMA])
 
     assert "".join(segments) == render_chat(template, CONVERSATION, [SCHEMA])
-    assert len(segments) == len(CONVERSATION)
+    assert len(segments) == len(CONVERSATION) + 1
     assert segments[0].startswith("<|system|>You are the support desk.\n# Tools\n")
     assert segments[0].endswith("<|end|>\n")
     assert segments[1] == "<|user|>Where is ORD-1?<|end|>\n"
-    assert segments[-1].endswith("<|assistant|>")
+    assert segments[-1] == "<|assistant|>"  # the opening alone: the newest message is kept for the next call
 
 
 def test_a_growing_conversation_keeps_its_earlier_segments():
@@ -230,7 +230,8 @@ def test_a_growing_conversation_keeps_its_earlier_segments():
 
     shorter, longer = (chat_segments(template, CONVERSATION[:n], [SCHEMA]) for n in (3, 4))
 
-    assert longer[:3] == [*shorter[:2], shorter[2].removesuffix("<|assistant|>")]
+    assert longer[:3] == shorter[:3]
+    assert shorter[3] == longer[4] == "<|assistant|>"
 
 
 def test_a_cut_the_template_does_not_allow_is_skipped():
