@@ -1,15 +1,17 @@
-"""Prompt and generation tokens per second of each embedded model, per llama.cpp build, side by side.
+"""Prompt and generation tokens per second of each embedded model, 1 to 8 sequences in one batch.
 
-The build a user gets is the installed one (`pip install -e '.[local]'` compiles llama.cpp with
-`-march=native`; the engine check drops its AMX buffers where the OS refuses them). It is compared
-with a portable AVX2-only build, compiled once into `$ATOLL_CACHE_DIR/bench-engines/avx2` (about ten
-minutes on two cores) unless `--avx2 DIR` names a folder a wheel was installed into with
-`pip install --target`. Each measurement is a child process that loads one model in one build, reads a
-fixed prompt of --prompt-tokens tokens in one batch and generates --gen-tokens tokens greedily; builds
-and models are interleaved, --repeats times, and the medians are printed. Nothing else should use the
+Each measurement is a child process that loads one model on the installed llama.cpp build (two
+threads, one context holding up to 8 sequences), then for each batch size n: n sequences read a
+--prompt-tokens prompt each, all in one batch ("read"), and then write --gen-tokens tokens each,
+greedily, one token of every sequence per batch ("write", summed over the sequences). The model is
+measured --repeats times in fresh processes and the medians printed. Nothing else should use the
 cores while it runs.
 
-Run: python benchmarks/engine.py [--models local/gemma-3-270m ...] [--repeats 3] [--avx2 DIR]
+What it says about an engine for agents: reading is compute-bound and a batch does not make it
+cheaper; writing one token costs about as much as reading several, and n sequences written together
+cost less than n written one after another, by as much as the table shows.
+
+Run: python benchmarks/engine.py [--models local/qwen2.5-coder-1.5b ...] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -28,75 +30,75 @@ from rich.table import Table
 from atoll.harnesses.models._catalog import CATALOG
 from atoll.harnesses.models._engine import engine_setup
 from atoll.harnesses.models._local import check_available, gguf_path
-from atoll.worlds import cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-AVX2_FLAGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+BATCHES = (1, 2, 4, 8)
 
-# The child: one model, one build; prints {"prompt_tps", "gen_tps", "system_info"}.
+# The child: one model; prints {"read": {n: tok/s}, "write": {n: tok/s}}.
 CHILD = r"""
 import json, sys, time
+import numpy as np
 import llama_cpp
+from llama_cpp import _internals
 from atoll.harnesses.models._engine import extra_buffers
+
 path, prompt_tokens, gen_tokens, extra = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+batches = [int(n) for n in sys.argv[5].split(",")]
+most = max(batches)
 with extra_buffers(llama_cpp, extra):
-    llama = llama_cpp.Llama(model_path=path, n_ctx=prompt_tokens + gen_tokens + 16, n_threads=2,
-                            n_batch=prompt_tokens, verbose=False)
+    model = _internals.LlamaModel(path_model=path, params=llama_cpp.llama_model_default_params(), verbose=False)
+params = llama_cpp.llama_context_default_params()
+params.n_ctx = most * (prompt_tokens + gen_tokens + 16)
+params.n_batch = params.n_ubatch = most * prompt_tokens
+params.n_seq_max, params.kv_unified = most, True
+params.n_threads = params.n_threads_batch = 2
+ctx = _internals.LlamaContext(model=model, params=params, verbose=False)
+batch = _internals.LlamaBatch(n_tokens=most * prompt_tokens, embd=0, n_seq_max=most, verbose=False)
+n_vocab = model.n_vocab()
 text = b"The customer asks where order ORD-1042 is, and the agent looks it up before replying. " * 64
-prompt = llama.tokenize(text, add_bos=True)[:prompt_tokens]
-began = time.perf_counter()
-llama.eval(prompt)
-read = time.perf_counter() - began
-began = time.perf_counter()
-for _ in range(gen_tokens):
-    token = llama.sample(temp=0.0)
-    llama.eval([token])
-wrote = time.perf_counter() - began
-llama.close()
-print(json.dumps({"prompt_tps": len(prompt) / read, "gen_tps": gen_tokens / wrote,
-                  "system_info": llama_cpp.llama_print_system_info().decode()}))
+prompt = model.tokenize(text, add_bos=True, special=False)[:prompt_tokens]
+
+
+def decode(rows):
+    # rows: (token, position, sequence, wants logits)
+    b = batch.batch
+    b.n_tokens = len(rows)
+    for i, (token, pos, seq, logits) in enumerate(rows):
+        b.token[i], b.pos[i], b.seq_id[i][0], b.n_seq_id[i], b.logits[i] = token, pos, seq, 1, logits
+    ctx.decode(batch)
+
+
+read, write = {}, {}
+for n in batches:
+    ctx.kv_cache_clear()
+    began = time.perf_counter()
+    decode([(t, i, s, i == len(prompt) - 1) for s in range(n) for i, t in enumerate(prompt)])
+    read[n] = n * len(prompt) / (time.perf_counter() - began)
+    logits = np.ctypeslib.as_array(ctx.get_logits(), shape=(n, n_vocab))
+    tokens = [int(np.argmax(row)) for row in logits]
+    began = time.perf_counter()
+    for step in range(gen_tokens):
+        decode([(tokens[s], len(prompt) + step, s, True) for s in range(n)])
+        logits = np.ctypeslib.as_array(ctx.get_logits(), shape=(n, n_vocab))
+        tokens = [int(np.argmax(row)) for row in logits]
+    write[n] = n * gen_tokens / (time.perf_counter() - began)
+print(json.dumps({"read": read, "write": write}))
 """
 
 
-def avx2_build(folder: Path | None) -> Path:
-    """A folder holding llama-cpp-python built for AVX2 only, compiled here the first time."""
-    if folder is not None:
-        return folder
-    folder = cache_dir() / "bench-engines" / "avx2"
-    if (folder / "llama_cpp").is_dir():
-        return folder
-    version = _installed_version()
-    print(
-        f"compiling llama-cpp-python=={version} for AVX2 into {folder} (about ten minutes) ...",
-        file=sys.stderr,
-    )
-    subprocess.run(
+def measure(model: Path, extra: bool, prompt_tokens: int, gen_tokens: int) -> dict:
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    done = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-cache-dir",
-            "--target",
-            str(folder),
-            f"llama-cpp-python=={version}",
+            "-c",
+            CHILD,
+            str(model),
+            str(prompt_tokens),
+            str(gen_tokens),
+            "1" if extra else "0",
+            ",".join(map(str, BATCHES)),
         ],
-        check=True,
-        env={**os.environ, "CMAKE_ARGS": AVX2_FLAGS},
-    )
-    return folder
-
-
-def measure(model: Path, build: Path | None, extra: bool, prompt_tokens: int, gen_tokens: int) -> dict:
-    env = {
-        **os.environ,
-        "OMP_WAIT_POLICY": "PASSIVE",
-        "PYTHONPATH": os.pathsep.join([str(build)] * (build is not None) + [str(ROOT)]),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(model), str(prompt_tokens), str(gen_tokens), "1" if extra else "0"],
         capture_output=True,
         text=True,
         env=env,
@@ -108,26 +110,17 @@ def measure(model: Path, build: Path | None, extra: bool, prompt_tokens: int, ge
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _installed_version() -> str:
-    import importlib.metadata
-
-    return importlib.metadata.version("llama-cpp-python")
-
-
-def _features(system_info: str) -> str:
-    on = [part.split("=")[0].strip() for part in system_info.split("|") if part.strip().endswith("= 1")]
-    return " ".join(name.split(":")[-1].strip() for name in on if name.split(":")[-1].strip() != "REPACK")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="*", default=[f"local/{name}" for name in CATALOG])
+    parser.add_argument(
+        "--models",
+        nargs="*",
+        default=["local/qwen2.5-coder-1.5b", "local/qwen2.5-coder-0.5b"],
+        choices=[f"local/{name}" for name in CATALOG],
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--prompt-tokens", type=int, default=512)
     parser.add_argument("--gen-tokens", type=int, default=32)
-    parser.add_argument(
-        "--avx2", type=Path, default=None, help="a folder llama-cpp-python (AVX2) is installed in"
-    )
     args = parser.parse_args()
 
     models = {}
@@ -138,45 +131,26 @@ def main() -> None:
             print(f"skipping {name}: {error}", file=sys.stderr)
             continue
         models[name] = gguf_path(name.removeprefix("local/"))
-    builds: dict[str, Path | None] = {"installed": None, "avx2": avx2_build(args.avx2)}
-    extras = {name: engine_setup(path).extra_buffers for name, path in models.items()}
-    samples: dict[tuple[str, str], list[dict]] = {}
+    samples: dict[str, list[dict]] = {name: [] for name in models}
     for _ in range(args.repeats):
         for name, path in models.items():
-            for build, folder in builds.items():
-                result = measure(path, folder, extras[name], args.prompt_tokens, args.gen_tokens)
-                samples.setdefault((name, build), []).append(result)
+            samples[name].append(
+                measure(path, engine_setup(path).extra_buffers, args.prompt_tokens, args.gen_tokens)
+            )
 
-    console = Console()
-    for build, folder in builds.items():
-        info = next(s[0]["system_info"] for (_, b), s in samples.items() if b == build)
-        console.print(f"{build}: {folder or 'this virtualenv'} — {_features(info)}")
     table = Table(
-        title=f"tokens per second, median of {args.repeats} (prompt {args.prompt_tokens}, generated "
-        f"{args.gen_tokens}, 2 threads)",
+        title=f"tokens per second, median of {args.repeats} (each sequence reads {args.prompt_tokens} "
+        f"tokens, then writes {args.gen_tokens}; 2 threads)",
         title_justify="left",
     )
-    for column in (
-        "model",
-        "prompt tok/s installed",
-        "prompt tok/s avx2",
-        "gen tok/s installed",
-        "gen tok/s avx2",
-    ):
-        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=column == "model")
-    for name in models:
-
-        def median(build: str, key: str, name: str = name) -> str:
-            return f"{statistics.median(s[key] for s in samples[(name, build)]):.1f}"
-
-        table.add_row(
-            name,
-            median("installed", "prompt_tps"),
-            median("avx2", "prompt_tps"),
-            median("installed", "gen_tps"),
-            median("avx2", "gen_tps"),
-        )
-    console.print(table)
+    for column in ("model", "sequences", "read tok/s", "write tok/s", "write tok/s a sequence"):
+        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
+    for name, runs in samples.items():
+        for n in BATCHES:
+            read = statistics.median(run["read"][str(n)] for run in runs)
+            write = statistics.median(run["write"][str(n)] for run in runs)
+            table.add_row(name, str(n), f"{read:.0f}", f"{write:.1f}", f"{write / n:.1f}")
+    Console().print(table)
 
 
 if __name__ == "__main__":

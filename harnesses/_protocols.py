@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from atoll.worlds import compact_json
+
 from ._format import REPLY_TOOL, Demo, ProtocolName
 from ._tools import ToolSpec
 from .models import ModelParams, ModelResponse
@@ -91,7 +93,7 @@ class Parsed:
 
 
 def error_json(kind: str, message: str) -> str:
-    return json.dumps({"error": {"type": kind, "message": message}}, ensure_ascii=False)
+    return compact_json({"error": {"type": kind, "message": message}})
 
 
 def demo_turns(demo: Demo, n: int = 1) -> list[Turn]:
@@ -105,10 +107,8 @@ def demo_turns(demo: Demo, n: int = 1) -> list[Turn]:
         elif step.call is not None:
             call = Call(id=f"demo{n}_{i}", name=step.call, arguments=step.args, raw=_compact(step.args))
             turns.append(AssistantTurn(calls=[call]))
-            if step.error is not None:
-                content = json.dumps({"error": step.error}, ensure_ascii=False)
-            else:
-                content = _compact(step.result)
+            # Written as the runtime writes a live result, so a demo reads like the real thing.
+            content = compact_json({"error": step.error} if step.error is not None else step.result)
             turns.append(ResultTurn(call.id, step.call, content))
     return turns
 

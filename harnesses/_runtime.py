@@ -29,13 +29,12 @@ side can only end the conversation after a reply, and that is "reply".
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from atoll.worlds import TIMESTAMP_FORMAT, Instance
+from atoll.worlds import TIMESTAMP_FORMAT, Instance, compact_json
 
 from ._episode import Episode, Event, StopReason
 from ._format import Limits
@@ -290,7 +289,7 @@ class _Run:
             )
             self.memory.delegated(agent.name)
             outcome = await self._run_agent(spec.target or "", [UserTurn(request)], delegation=call)
-            return json.dumps({"answer": outcome.text}, ensure_ascii=False), False
+            return compact_json({"answer": outcome.text}), False
         arguments = call.arguments if call.arguments is not None else {"_raw": call.raw}
         self._event("tool_call", agent.name, tool=call.name, call_id=call.id, arguments=arguments, **cost)
         result = answer_inside(agent, self.memory, call) or self.instance.call(

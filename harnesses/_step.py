@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from atoll.worlds import TIMESTAMP_FORMAT
+from atoll.worlds import TIMESTAMP_FORMAT, compact_json
 
 from ._files import HarnessError
 from ._harness import Harness
@@ -260,7 +260,7 @@ class _Thread:
         """A result the client ran, as the agent reads it; a delegation's answer reads as the runtime's."""
         spec = self.agent.specs.get(call.name)
         if delegated_request(spec, call) is not None:
-            return Observed(json.dumps({"answer": content}, ensure_ascii=False), True)
+            return Observed(compact_json({"answer": content}), True)
         return observe_text(spec, content, self.agent.harness.config.limits.observation_chars)
 
     def _settle(self, turns: list[Turn], memory: Memory, call: Call, seen: Observed) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from atoll.worlds import ToolFailure, ToolResult
+from atoll.worlds import ToolFailure, ToolResult, compact_json
 
 from ._episode import NOT_REMEMBERED, CallMemory, EventKind
 from ._format import Guards, ToolChoice
@@ -381,13 +381,9 @@ def observe_text(spec: ToolSpec | None, text: str, limit: int) -> Observed:
         return Observed(cut_observation(text, limit), True, text)
     if isinstance(value, dict) and "error" in value:
         error = value["error"] if isinstance(value["error"], dict) else {"message": value["error"]}
-        return Observed(cut_observation(_compact(value), limit), False, error=error)
+        return Observed(cut_observation(compact_json(value), limit), False, error=error)
     shown = spec.shown(value) if spec is not None else value
-    return Observed(cut_observation(_compact(shown), limit), True, shown)
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return Observed(cut_observation(compact_json(shown), limit), True, shown)
 
 
 def _resample(memory: Memory, agent: str) -> int:

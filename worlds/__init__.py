@@ -17,7 +17,7 @@ from ._errors import (
 )
 from ._find import ENTRY_POINT_GROUP, PATH_VARIABLE, find_worlds, get_world, list_worlds
 from ._fixture import FixtureContext, FixtureData, FixtureSpec, cache_dir
-from ._instance import CallRecord, Instance, ToolFailure, ToolResult
+from ._instance import CallRecord, Instance, ToolFailure, ToolResult, compact_json
 from ._new import new_world
 from ._operation import Operation, RestFace
 from ._schema import Column, TableInfo
@@ -73,6 +73,7 @@ __all__ = [
     "WorldDefinitionError",
     "WorldError",
     "cache_dir",
+    "compact_json",
     "find_project",
     "find_worlds",
     "get_world",

@@ -58,15 +58,23 @@ class ToolResult(BaseModel):
     _observation: Observation = PrivateAttr(default="json")  # the world's, set by the instance
 
     def for_model(self) -> str:
-        """What the agent reads: compact JSON (an error as `{"error": {...}}`), or for a world whose
-        observation is "text", τ²-bench's tool message: `Error: message`, a text as itself, anything
-        else as `json.dumps` writes it."""
+        """What the agent reads: compact JSON, without the spaces after `,` and `:` (an error as
+        `{"error":{...}}`), or for a world whose observation is "text", τ²-bench's tool message:
+        `Error: message`, a text as itself, anything else as `json.dumps` writes it.
+
+        Compact because the agent reads every character of it: on the embedded Qwen models a tool
+        result is 10-15% fewer tokens so, and more of a long one fits under the observation cut."""
         if self._observation == "text":
             if not self.ok:
                 return f"Error: {self.error.message}"
             return self.value if isinstance(self.value, str) else json.dumps(self.value, default=str)
         payload = self.value if self.ok else {"error": self.error.model_dump(exclude_defaults=True)}
-        return json.dumps(payload, ensure_ascii=False, default=str)
+        return compact_json(payload)
+
+
+def compact_json(value: Any) -> str:
+    """JSON as an agent reads a tool's result (see `ToolResult.for_model`)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 class CallRecord(BaseModel):

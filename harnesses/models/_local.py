@@ -35,7 +35,7 @@ from pydantic import BaseModel
 
 from atoll.worlds import cache_dir
 
-from . import _chat, _costs, _engine
+from . import _chat, _costs, _engine, _lookup
 from ._catalog import _INSTALL_HINT, LocalModel, local_model
 from ._loops import in_a_loop
 from ._snapshots import SNAPSHOT_BYTES, Snapshot, Snapshots
@@ -397,37 +397,51 @@ def generate(
                 f"prompt of {prompt_tokens} tokens + max_tokens {max_tokens} exceeds local/{model.name}'s "
                 f"context of {model.n_ctx} tokens: shorten the prompt (fewer demos or tools) or lower max_tokens"
             )
-        options: dict[str, Any] = {"top_p": top_p} if top_p is not None else {}
         primed = time.perf_counter()
-        # create_completion evaluates the last segment, after these
+        # the last segment (the answer's opening) is read with the generation, after these
         held, restored, restore_s = _prime(loaded, segments[:-1])
         reading = time.perf_counter()
         # Counted from the first token written: reading the prompt, however long, is work asked for,
-        # not a hung model (llama.cpp asks this after each token it samples, the first after the prompt).
+        # not a hung model (asked after each token written, the first right after the prompt).
         deadline: float | None = None
         first_token_at = 0.0
         timed_out = looped = False
 
-        def should_stop(ids: Any, _logits: Any) -> bool:
+        def should_stop(written: Any) -> bool:
             """Past the deadline, or fallen into a loop (`_loops`): the rest would be more of the same."""
             nonlocal deadline, timed_out, looped, first_token_at
             if deadline is None:
                 deadline = time.monotonic() + timeout_s
                 first_token_at = time.perf_counter()
             timed_out = time.monotonic() > deadline
-            looped = in_a_loop(ids[prompt_tokens:])
+            looped = in_a_loop(written)
             return timed_out or looped
 
-        out = llama.create_completion(
-            tokens,
-            max_tokens=max_tokens or budget,
-            temperature=temperature,
-            stop=stop or None,
-            seed=seed,
-            stopping_criteria=StoppingCriteriaList([should_stop]),
-            logit_bias=loaded.bias or None,
-            **options,
-        )
+        if temperature == 0:
+            decoded = _lookup.decode(
+                llama,
+                segments[-1],
+                max_tokens=max_tokens or budget,
+                stops=stop or [],
+                bias=loaded.bias,
+                is_end=lambda token: bool(_llama_cpp().llama_vocab_is_eog(llama._model.vocab, token)),
+                should_stop=should_stop,
+            )
+            text, finish_reason, written = decoded.text, decoded.finish_reason, len(decoded.tokens)
+        else:
+            out = llama.create_completion(
+                tokens,
+                max_tokens=max_tokens or budget,
+                temperature=temperature,
+                stop=stop or None,
+                seed=seed,
+                stopping_criteria=StoppingCriteriaList([lambda ids, _: should_stop(ids[prompt_tokens:])]),
+                logit_bias=loaded.bias or None,
+                **({"top_p": top_p} if top_p is not None else {}),
+            )
+            text, finish_reason = out["choices"][0]["text"], out["choices"][0]["finish_reason"] or "stop"
+            written = out["usage"]["completion_tokens"]
+            decoded = None
         if _costs.watched():
             ended = time.perf_counter()
             first_token_at = first_token_at or ended
@@ -438,23 +452,24 @@ def generate(
                         _costs.SegmentCost(
                             tokens=len(segment),
                             how="kept" if i < held else "restored" if i < held + restored else "read",
-                            opening=text[:80],
+                            opening=piece[:80],
                         )
-                        for i, (segment, text) in enumerate(zip(segments, texts, strict=True))
+                        for i, (segment, piece) in enumerate(zip(segments, texts, strict=True))
                     ],
-                    written_tokens=out["usage"]["completion_tokens"],
+                    written_tokens=written,
                     restore_s=restore_s,
                     read_s=(reading - primed - restore_s) + (first_token_at - reading),
                     write_s=ended - first_token_at,
                     total_s=ended - began,
+                    drafted_tokens=decoded.drafted if decoded else 0,
+                    accepted_tokens=decoded.accepted if decoded else 0,
                 )
             )
     if timed_out:
         raise LocalTimeout(f"local/{name} ran past its {timeout_s:g} s timeout")
-    choice = out["choices"][0]
     return LocalCompletion(
-        text=opening + choice["text"],
-        finish_reason="length" if looped else choice["finish_reason"] or "stop",  # cut, like max_tokens
-        prompt_tokens=out["usage"]["prompt_tokens"],
-        completion_tokens=out["usage"]["completion_tokens"],
+        text=opening + text,
+        finish_reason="length" if looped else finish_reason,  # cut, like max_tokens
+        prompt_tokens=prompt_tokens,
+        completion_tokens=written,
     )

@@ -254,9 +254,9 @@ async def test_an_identical_successful_call_is_not_run_again_and_the_agent_is_to
     if guarded:
         assert errors(ep) == ["repeat_call"]
         assert transcript.endswith(
-            'Observation: {"error": {"type": "repeat_call", "message": "You already called get_customer with these '
-            'arguments; its result is below. Do not call it again: use that result, or reply.", "details": '
-            '{"result": {"id": "C1", "name": "Customer 1", "credit": 0.0}}}}\nAction:'
+            'Observation: {"error":{"type":"repeat_call","message":"You already called get_customer with these '
+            'arguments; its result is below. Do not call it again: use that result, or reply.","details":'
+            '{"result":{"id":"C1","name":"Customer 1","credit":0.0}}}}\nAction:'
         )
     else:
         assert errors(ep) == [] and "repeat_call" not in transcript

@@ -239,7 +239,7 @@ def test_a_process_that_did_not_give_the_earlier_answers_serves_from_the_clients
 
     assert answer.content == "C1." and answer.model_calls == 2
     refusal = model.requests[1].messages[-1]["content"]
-    assert refusal.startswith('{"error": {"type": "repeat_call", "message": "You already called get_customer')
+    assert refusal.startswith('{"error":{"type":"repeat_call","message":"You already called get_customer')
 
 
 def shop_now() -> Any:

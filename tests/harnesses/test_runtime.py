@@ -131,7 +131,7 @@ async def test_a_delegated_multi_turn_conversation_changes_the_world_as_scripted
     assert {r.sample for r in model.requests} == {3}
     assert ep.task_id == "t1" and ep.fixture == "tiny" and ep.seed == 1
     # The sub-agent's answer came back to the caller as the tool's result.
-    assert 'Observation: {"answer": "Placed order 6."}' in model.requests[4].messages[1]["content"]
+    assert 'Observation: {"answer":"Placed order 6."}' in model.requests[4].messages[1]["content"]
     assert Episode.model_validate_json(ep.model_dump_json()) == ep
 
 
@@ -154,7 +154,7 @@ async def test_the_native_protocol_runs_the_same_conversation_with_tool_calls() 
     assert last[-1] == {
         "role": "tool",
         "tool_call_id": last[-2]["tool_calls"][0]["id"],
-        "content": '{"answer": "Placed order 6."}',
+        "content": '{"answer":"Placed order 6."}',
     }
 
 
@@ -178,7 +178,7 @@ async def test_the_text_prompt_shows_demos_in_the_live_format_and_ends_with_the_
     await episode(toy(), model, "hello")
     system, conversation = (m["content"] for m in model.requests[0].messages)
     assert (
-        'Action: {"tool": "get_customer", "args": {"customer_id": "C1"}}\nObservation: {"id": "C1"' in system
+        'Action: {"tool": "get_customer", "args": {"customer_id": "C1"}}\nObservation: {"id":"C1"' in system
     )
     assert 'Action: {"tool": "reply", "args": {"message": "C1 is Customer 1."}}' in system
     assert conversation == "User: hello\nAction:"
@@ -201,8 +201,8 @@ async def test_malformed_text_actions_become_observations_the_agent_recovers_fro
     assert [e.error["type"] for e in errors] == ["malformed_action", "malformed_action"]
     assert errors[0].content == "I think I should look"
     transcript = model.requests[3].messages[1]["content"]
-    assert 'Action: I think I should look\nObservation: {"error": {"type": "malformed_action"' in transcript
-    assert '"type": "invalid_arguments", "message": "customer_id: Field required"' in transcript
+    assert 'Action: I think I should look\nObservation: {"error":{"type":"malformed_action"' in transcript
+    assert '"type":"invalid_arguments","message":"customer_id: Field required"' in transcript
 
 
 async def test_a_reply_cut_before_its_message_closed_is_the_reply_it_began_without_its_loop() -> None:
@@ -359,7 +359,7 @@ async def test_a_tool_crashing_inside_the_world_is_shown_to_the_agent_and_errors
     assert ep.errored and "bug after a write" in ep.error
     assert ep.diff.is_empty, "the crashed call was rolled back"
     assert ep.reply == "Something broke, sorry."
-    assert '"type": "world_bug"' in model.requests[1].messages[1]["content"]
+    assert '"type":"world_bug"' in model.requests[1].messages[1]["content"]
     assert any(e.kind == "error" and e.error["type"] == "world_bug" for e in ep.events)
 
 
@@ -405,7 +405,7 @@ async def test_a_stop_tool_ends_its_agents_run_and_the_entry_agents_ends_the_epi
     assert ep.stop_reason == "stop_tool"
     assert ep.diff.summary() == {"orders": {"inserted": 0, "updated": 0, "deleted": 1}}
     assert [e.kind for e in ep.events][-3:] == ["return", "tool_call", "tool_result"]
-    assert 'Observation: {"answer": "{\\"ok\\": true}"}' in model.requests[2].messages[1]["content"]
+    assert 'Observation: {"answer":"{\\"ok\\":true}"}' in model.requests[2].messages[1]["content"]
 
 
 async def test_skills_load_through_the_skill_tool_and_task_context_reaches_prompts() -> None:

@@ -65,7 +65,7 @@ def test_a_text_protocol_action_line_becomes_an_openai_tool_call_and_a_reply_its
     second = ask(harness, model, [*opening, assistant, result])
     assert second.content == "It shipped." and second.finish_reason == "stop"
     transcript = model.requests[1].messages[-1]["content"]
-    assert 'Observation: {"id": "ORD-1001", "status": "shipped"}' in transcript
+    assert 'Observation: {"id":"ORD-1001","status":"shipped"}' in transcript
 
 
 def test_null_arguments_the_tool_does_not_take_never_reach_the_client() -> None:

@@ -117,3 +117,37 @@ def test_a_model_in_a_loop_is_stopped_after_the_third_copy():
         name, looping, max_tokens=200, temperature=0.0, top_p=None, stop=None, seed=0, timeout_s=120
     )
     assert out.finish_reason == "length" and out.completion_tokens < 60
+
+
+def test_greedy_answers_with_lookup_guesses_match_plain_greedy_and_guesses_are_taken(monkeypatch):
+    """Prompt lookup only changes how many tokens are evaluated at once: the words, the stop string
+    cut and the finish reason are plain greedy decoding's."""
+    from atoll.harnesses.models import _costs, _local, _lookup
+
+    name = FAST_MODEL.removeprefix("local/")
+    copying = [
+        {"role": "user", "content": "Order ORD-7731 for dana.wu@example.com shipped on 2026-03-02.\n" * 3}
+    ]
+
+    def answer(draft: int) -> tuple[_local.LocalCompletion, list[_costs.CallCost]]:
+        monkeypatch.setattr(_lookup, "DRAFT", draft)
+        with _costs.watching() as seen:
+            out = _local.generate(
+                name,
+                copying,
+                max_tokens=40,
+                temperature=0.0,
+                top_p=None,
+                stop=["2026"],
+                seed=0,
+                timeout_s=120,
+            )
+        return out, seen
+
+    draft = _lookup.DRAFT
+    (plain, plain_costs), (guessed, guessed_costs) = answer(0), answer(draft)
+
+    assert guessed.text == plain.text and guessed.finish_reason == plain.finish_reason == "stop"
+    assert "2026" not in guessed.text and guessed.completion_tokens == plain.completion_tokens
+    assert plain_costs[0].drafted_tokens == 0
+    assert guessed_costs[0].accepted_tokens > 0  # the repeated line was guessed and taken

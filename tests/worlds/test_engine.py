@@ -141,7 +141,7 @@ def test_a_tool_error_reaches_the_caller_as_a_structured_error():
     with shop.instance("tiny") as inst:
         result = inst.call("get_customer", customer_id="nobody")
         assert result.error.type == "not_found"
-        assert '"type": "not_found"' in result.for_model()
+        assert '"type":"not_found"' in result.for_model()  # compact: the agent reads every character
 
 
 def test_bad_arguments_and_unknown_tools_are_errors_not_crashes():
