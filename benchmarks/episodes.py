@@ -1,11 +1,12 @@
 """Acting episodes on the embedded engine, an earlier engine beside this checkout, side by side.
 
-Each side plays the first --tasks val tasks of evals/helpdesk once (k=1, one at a time, no response
-cache, no runs store, so every model call is really made) with the shipped support agent of its own
-tree, its triage agent made to act (`tool_choice: first`, what `require_first_call` proposes) unless
---as-shipped. "before" is a git worktree of --before (default: the engine as issue 34 found it, with
-only its cost reporting added), "after" is this checkout. Each side runs in a child process of its
-own, with its tree first on the import path and a fresh cache folder (the model files linked).
+Each side plays the first --tasks val tasks of evals/helpdesk once (k=1, no response cache, so every
+model call is really made; as many episodes in flight as the side's engine writes answers at once,
+at most --concurrency) with the shipped support agent of its own tree, its triage agent made to act
+(`tool_choice: first`, what `require_first_call` proposes) unless --as-shipped. "before" is a git
+worktree of --before (default: the engine as issue 34 found it, with only its cost reporting
+added), "after" is this checkout. Each side runs in a child process of its own, with its tree
+first on the import path and a fresh cache folder (the model files linked).
 
 Printed per side: minutes for the batch, seconds an episode, pass^1; tokens read and written an
 episode and the tokens read by source (the agent's head and demos, read once per agent and process;
@@ -44,7 +45,7 @@ import yaml
 from atoll.evals import evaluate_batch, load_suite
 from atoll.harnesses.models import _costs, get_model
 
-model, count, acting = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+model, count, acting, concurrency = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4])
 harness = Path(tempfile.mkdtemp()) / "support_agent"
 shutil.copytree("harnesses/support_agent", harness)
 if acting:
@@ -69,7 +70,7 @@ def source(cost, index, segment):
 started = time.perf_counter()
 with _costs.watching() as seen:
     result = asyncio.run(evaluate_batch(str(harness), "evals/helpdesk", model=get_model(model),
-                                        tasks=tasks, k=1, concurrency=1, reuse=False))
+                                        tasks=tasks, k=1, concurrency=concurrency, reuse=False))
 wall = time.perf_counter() - started
 by_source = {}
 for cost in seen:
@@ -91,7 +92,7 @@ print(json.dumps({
 """
 
 
-def play(tree: Path, model: str, tasks: int, acting: bool) -> dict:
+def play(tree: Path, model: str, tasks: int, acting: bool, concurrency: int) -> dict:
     """One side's batch, in a child process with `tree` first on the path and an empty response cache."""
     with tempfile.TemporaryDirectory(prefix="atoll-episodes-") as fresh:
         for shared in ("models", "engine"):
@@ -99,7 +100,7 @@ def play(tree: Path, model: str, tasks: int, acting: bool) -> dict:
                 os.symlink(cache_dir() / shared, Path(fresh) / shared)
         env = os.environ | {"PYTHONPATH": str(tree / ".package"), "ATOLL_CACHE_DIR": fresh}
         done = subprocess.run(
-            [sys.executable, "-c", PLAY, model, str(tasks), "1" if acting else "0"],
+            [sys.executable, "-c", PLAY, model, str(tasks), "1" if acting else "0", str(concurrency)],
             cwd=tree,
             env=env,
             capture_output=True,
@@ -117,7 +118,8 @@ def rows(figures: dict[str, dict]) -> list[tuple[str, ...]]:
 
     lines = [
         each("minutes for the batch", lambda f, n: f"{f['wall'] / 60:.1f}"),
-        each("seconds an episode", lambda f, n: f"{f['episode_s'] / n:.1f}"),
+        each("episodes a minute", lambda f, n: f"{n / f['wall'] * 60:.2f}"),
+        each("seconds an episode (its own clock)", lambda f, n: f"{f['episode_s'] / n:.1f}"),
         each("pass^1", lambda f, n: f"{sum(f['passed'].values())}/{n}"),
         each("model calls an episode", lambda f, n: f"{f['calls'] / n:.1f}"),
         each("tokens read an episode", lambda f, n: f"{f['read'] / n:.0f}"),
@@ -144,6 +146,12 @@ def main() -> None:
     parser.add_argument("--model", default="local/qwen2.5-coder-1.5b")
     parser.add_argument("--before", default=BEFORE, help="the git revision measured as before")
     parser.add_argument("--as-shipped", action="store_true", help="leave triage's tool_choice as shipped")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        help="episodes in flight, at most; each engine caps it at the answers it writes at once",
+    )
     args = parser.parse_args()
     console = Console(width=200)
     figures: dict[str, dict] = {}
@@ -156,7 +164,7 @@ def main() -> None:
         try:
             for side, tree in ((f"before ({args.before})", before), ("after (this checkout)", ROOT)):
                 console.print(f"[dim]{side} ...[/]")
-                figures[side] = play(tree, args.model, args.tasks, not args.as_shipped)
+                figures[side] = play(tree, args.model, args.tasks, not args.as_shipped, args.concurrency)
         finally:
             subprocess.run(
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)], check=False
@@ -166,7 +174,7 @@ def main() -> None:
         "",
         *figures,
         title=f"support_agent ({acting}) on {args.model}, the first {args.tasks} helpdesk val tasks, "
-        "no cache, one at a time",
+        f"no cache, up to {args.concurrency} in flight",
         title_justify="left",
     )
     for line in rows(figures):

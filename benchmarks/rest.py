@@ -118,7 +118,8 @@ def concurrent(base: str, case: Case, calls: int, clients: int) -> float:
     return (calls // clients * clients) / (time.perf_counter() - started)
 
 
-def start_server(port: int) -> subprocess.Popen:
+def start_server(port: int, *options: str) -> subprocess.Popen:
+    """`optimize serve --world payments` on 127.0.0.1:`port` with `options`, once it answers /health."""
     command = [
         sys.executable,
         "-m",
@@ -128,8 +129,7 @@ def start_server(port: int) -> subprocess.Popen:
         "payments",
         "--port",
         str(port),
-        "--max-sessions",
-        "64",
+        *options,
     ]
     server = subprocess.Popen(command, cwd=Path(__file__).resolve().parent.parent, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -194,7 +194,7 @@ def main() -> None:
     )
     parser.add_argument("--port", type=int, default=8931)
     args = parser.parse_args()
-    server = start_server(args.port)
+    server = start_server(args.port, "--max-sessions", "64")
     try:
         rows = measure(f"http://127.0.0.1:{args.port}", args.calls, args.rounds, args.clients)
     finally:

@@ -21,38 +21,22 @@ from __future__ import annotations
 
 import argparse
 import socket
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import httpx
+from rest import start_server  # the sibling script: run as python benchmarks/rest_memory.py
 from rich.console import Console
 from rich.table import Table
 
 FORM = {"authorization": "Bearer sk_test_bench", "content-type": "application/x-www-form-urlencoded"}
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def start_server(port: int) -> subprocess.Popen:
-    command = [sys.executable, "-m", "atoll.cli", "serve", "--world", "payments", "--port", str(port)]
-    server = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return server
-        except httpx.TransportError:
-            time.sleep(0.1)
-    server.terminate()
-    raise SystemExit("optimize serve did not start within 60 s")
 
 
 def rss_mib(pid: int) -> float:

@@ -43,6 +43,33 @@ def serve():
     return running
 
 
+@pytest.fixture(scope="session")
+def mcp_session():
+    """`mcp_session(post, url)` opens an MCP session over streamable HTTP at `url` (initialize, then
+    initialized) with `post` (httpx.post or a client's); returns the headers its requests carry."""
+    return open_mcp_session
+
+
+MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+def open_mcp_session(post, url: str) -> dict[str, str]:
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    opened = post(url, json=hello, headers=MCP_HEADERS)
+    session = {**MCP_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"]}
+    post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+    return session
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

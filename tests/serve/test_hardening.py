@@ -237,21 +237,10 @@ def test_all_rest_keys_together_hold_a_bounded_total(serve) -> None:
         assert again.status_code == 200, "a closed key gives its bytes back"
 
 
-def test_the_mcp_servers_sessions_hold_the_same_bounded_share(serve) -> None:
+def test_the_mcp_servers_sessions_hold_the_same_bounded_share(serve, mcp_session) -> None:
     from atoll.worlds.serve import create_mcp_http_app
 
     app = create_mcp_http_app("helpdesk", "small_shop")
-    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-    hello = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
     call = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -264,11 +253,7 @@ def test_the_mcp_servers_sessions_hold_the_same_bounded_share(serve) -> None:
         return json.loads(lines[-1][len("data: ") :] if lines else answer.text)
 
     with serve(app) as base:
-        opened = httpx.post(f"{base}/mcp", json=hello, headers=headers)
-        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
-        httpx.post(
-            f"{base}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session
-        )
+        session = mcp_session(httpx.post, f"{base}/mcp")
         (connections,) = app.app.served.live
         connections.manager.max_instance_bytes = 4_000
         answers = [reply(httpx.post(f"{base}/mcp", json=call, headers=session)) for _ in range(20)]

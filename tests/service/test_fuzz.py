@@ -326,29 +326,15 @@ def test_the_websocket_answers_every_frame_and_never_fails_inside(served, sent: 
 
 
 @pytest.fixture(scope="module")
-def mcp_served(serve):
+def mcp_served(serve, mcp_session):
     """`optimize mcp helpdesk --http`'s app, with one initialized MCP session."""
     from atoll.worlds.serve import create_mcp_http_app
 
-    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-    hello = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "fuzz", "version": "1"},
-        },
-    }
     with (
         serve(create_mcp_http_app("helpdesk", "small_shop")) as url,
         httpx.Client(base_url=url, timeout=DEADLINE_S) as client,
     ):
-        opened = client.post("/mcp", json=hello, headers=headers)
-        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
-        client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
-        yield client, session
+        yield client, mcp_session(client.post, "/mcp")
 
 
 @settings(FUZZ, max_examples=80)
