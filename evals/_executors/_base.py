@@ -64,7 +64,7 @@ class Executor(Protocol):
 
 def in_flight(model: Model, concurrency: int) -> int:
     """How many episodes one process runs at once: `concurrency`, or fewer where the model says it serves
-    fewer (its `max_concurrency`; the local model writes `_local.WRITERS` answers at once per process)."""
+    fewer (its `max_concurrency`; the local model serves one per process)."""
     cap = getattr(model, "max_concurrency", None)
     return min(concurrency, cap) if cap else concurrency
 

@@ -63,13 +63,9 @@ class LiteLLMModel:
         self.backoff_s = backoff_s
         self.litellm_kwargs = dict(litellm_kwargs or {})
         self._local_name = name.removeprefix("local/") if name.startswith("local/") else None
-        # The local model writes up to WRITERS answers in one batch; more episodes in flight would only
-        # evict each other's evaluated conversations (see evals.in_flight).
-        self.max_concurrency: int | None = None
-        if self._local_name:
-            from ._local import WRITERS
-
-            self.max_concurrency = WRITERS
+        # The local model answers one request at a time; episodes interleaved on it only evict each
+        # other's evaluated conversation, so a batch runs one episode at a time (see evals.in_flight).
+        self.max_concurrency: int | None = 1 if self._local_name else None
 
     def __repr__(self) -> str:
         return f"LiteLLMModel({self.name!r})"

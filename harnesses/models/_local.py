@@ -8,16 +8,13 @@ A model one package ships whole is loaded where it is installed, once its size a
 
 One `Llama` per model, loaded on first call, and only one model held at a time: asking for
 another closes the current one (a process that alternates two local models reloads on each
-switch, about a second). llama.cpp is not thread-safe, so one engine thread owns it: callers
-queue requests and wait. Between steps of the answers being written it reads the next request's
-prompt into sequence 0 of the context, copies it into a free writing sequence, and then writes
-that answer in the same batches as the others (`_writing`): up to `WRITERS` answers at once.
+switch, about a second). llama.cpp is not thread-safe, so every generation holds a lock and
+async callers queue on one worker thread.
 """
 
 from __future__ import annotations
 
 import atexit
-import collections
 import contextlib
 import ctypes
 import hashlib
@@ -28,18 +25,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
 from atoll.worlds import cache_dir
 
-from . import _chat, _costs, _engine, _writing
+from . import _chat, _costs, _engine, _lookup
 from ._catalog import _INSTALL_HINT, LocalModel, local_model
 from ._loops import in_a_loop
 from ._snapshots import SNAPSHOT_BYTES, Snapshot, Snapshots
@@ -50,18 +46,10 @@ log = logging.getLogger(__name__)
 _N_THREADS = 2
 _CHUNK = 1 << 20
 
-# Answers written in one batch at most: two write 1.65x as fast as one on the 1.5B model, four
-# 1.8x (`benchmarks/engine.py`), and each holds a conversation's state in the context.
-WRITERS = 2
-_READER = 0  # the sequence prompts are read into; writers use 1..WRITERS
-
 _lock = threading.Lock()
-_wake = threading.Condition(_lock)
-_requests: collections.deque[_Request] = collections.deque()
-_engine_thread: threading.Thread | None = None
-# Callers wait here, not on asyncio's own executor: a blocked pool thread there would starve
-# unrelated `to_thread` work.
-executor = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="atoll-local-model")
+# One worker: generations are serialised anyway, and a blocked pool thread of asyncio's own
+# executor would starve unrelated `to_thread` work.
+executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="atoll-local-model")
 
 
 class LocalCompletion(BaseModel):
@@ -81,49 +69,6 @@ class LocalRequestError(Exception):
 
 
 @dataclass
-class _Request:
-    """One call of `generate`, as the engine thread serves it."""
-
-    name: str
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None
-    max_tokens: int | None
-    temperature: float
-    top_p: float | None
-    stop: list[str]
-    seed: int
-    timeout_s: float
-    opening: str
-    done: Future[LocalCompletion] = field(default_factory=Future)
-    began: float = field(default_factory=time.perf_counter)
-
-
-@dataclass
-class _Writing:
-    """A request whose answer is being written, and what its cost report needs."""
-
-    request: _Request
-    prompt_tokens: int
-    cost: _costs.CallCost | None
-    # Counted from the first token written: reading the prompt, however long, is work asked for,
-    # not a hung model.
-    first_token_at: float = field(default_factory=time.perf_counter)
-    deadline: float = 0.0
-    timed_out: bool = False
-    looped: bool = False
-    writer: _writing.Writer = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.deadline = time.monotonic() + self.request.timeout_s
-
-    def should_stop(self, written: list[int]) -> bool:
-        """Past the deadline, or fallen into a loop (`_loops`): the rest would be more of the same."""
-        self.timed_out = time.monotonic() > self.deadline
-        self.looped = in_a_loop(written)
-        return self.timed_out or self.looped
-
-
-@dataclass
 class _Loaded:
     model: LocalModel
     llama: Any
@@ -131,11 +76,6 @@ class _Loaded:
     template: Callable[..., str] | None = None
     bounds: list[int] = field(default_factory=list)  # where the evaluated segments end, in tokens
     snapshots: Snapshots = field(default_factory=lambda: Snapshots(SNAPSHOT_BYTES))
-    writing: list[_Writing] = field(default_factory=list)
-
-    def free_sequence(self) -> int | None:
-        taken = {w.writer.seq for w in self.writing}
-        return next((seq for seq in range(1, WRITERS + 1) if seq not in taken), None)
 
 
 _loaded: _Loaded | None = None
@@ -283,11 +223,8 @@ def _load(name: str) -> _Loaded:
         with (
             contextlib.redirect_stderr(io.StringIO()),
             _engine.extra_buffers(_llama_cpp(), setup.extra_buffers),
-            _sequences(_llama_cpp(), WRITERS + 1),
         ):
-            llama = Llama(
-                model_path=str(path), n_ctx=model.n_ctx * (WRITERS + 1), n_threads=_N_THREADS, verbose=False
-            )
+            llama = Llama(model_path=str(path), n_ctx=model.n_ctx, n_threads=_N_THREADS, verbose=False)
     except ValueError as exc:
         raise ModelRequestError(
             f"llama.cpp could not load {path} ({exc}): "
@@ -306,25 +243,6 @@ def _load(name: str) -> _Loaded:
         template = _chat.compile_template(source)
     _loaded = _Loaded(model=model, llama=llama, bias=_banned(llama, model.banned_tokens), template=template)
     return _loaded
-
-
-@contextlib.contextmanager
-def _sequences(llama_cpp: Any, count: int) -> Iterator[None]:
-    """While a `Llama` is constructed, give its context `count` sequences sharing one KV cache
-    (`Llama` takes no argument for it; see `_engine.extra_buffers` for the same move)."""
-    module = llama_cpp.llama_cpp
-    default = module.llama_context_default_params
-
-    def with_sequences() -> Any:
-        params = default()
-        params.n_seq_max, params.kv_unified = count, True
-        return params
-
-    module.llama_context_default_params = with_sequences
-    try:
-        yield
-    finally:
-        module.llama_context_default_params = default
 
 
 def _banned(llama: Any, markers: tuple[str, ...]) -> dict[int, float]:
@@ -372,42 +290,26 @@ def _prime(loaded: _Loaded, segments: list[list[int]]) -> tuple[int, int, float]
     if saved is not None and restorable > kept:
         began = time.perf_counter()
         _save_live(loaded)
-        if _load_kv(llama, saved.data):
-            llama.input_ids[: len(saved.tokens)] = saved.tokens
-            llama.n_tokens = len(saved.tokens)
-            loaded.bounds = list(saved.bounds)
-            kept, held = restorable, 0
-        else:  # no room for it in one piece beside the answers being written: read it instead
-            kept = 0
+        _load_kv(llama, saved.data)
+        llama.input_ids[: len(saved.tokens)] = saved.tokens
+        llama.n_tokens = len(saved.tokens)
+        loaded.bounds = list(saved.bounds)
+        kept, held = restorable, 0
         restore_s = time.perf_counter() - began
     elif kept == 0:
         _save_live(loaded)
-    if kept and llama._ctx.kv_cache_seq_rm(_READER, bounds[kept - 1], -1):
+    if kept and llama._ctx.kv_cache_seq_rm(-1, bounds[kept - 1], -1):
         llama.n_tokens = bounds[kept - 1]
     else:
         kept = held = 0
-        llama.n_tokens = 0
+        llama.reset()
     loaded.bounds = bounds[:kept]
     start = bounds[kept - 1] if kept else 0
     for bound in bounds[kept:]:
-        _read(llama, tokens[start:bound])
+        llama.eval(tokens[start:bound])
         start = bound
         loaded.bounds.append(bound)
     return held, kept - held, restore_s
-
-
-def _read(llama: Any, tokens: list[int]) -> Any:
-    """Evaluate `tokens` into the reading sequence after what it holds; the logits after the last.
-
-    Not `Llama.eval`: that clears every sequence's cells past its own end, writers' included."""
-    llama._ctx.kv_cache_seq_rm(_READER, llama.n_tokens, -1)
-    for start in range(0, len(tokens), llama.n_batch):
-        chunk = tokens[start : start + llama.n_batch]
-        llama._batch.set_batch(batch=chunk, n_past=llama.n_tokens, logits_all=False)  # sequence 0
-        llama._ctx.decode(llama._batch)
-        llama.input_ids[llama.n_tokens : llama.n_tokens + len(chunk)] = chunk
-        llama.n_tokens += len(chunk)
-    return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).copy()
 
 
 def _segments_held(held_bounds: list[int], held: list[int], bounds: list[int], tokens: list[int]) -> int:
@@ -429,31 +331,28 @@ def _save_live(loaded: _Loaded) -> None:
         return
     llama, end = loaded.llama, loaded.bounds[-1]
     held = tuple(llama.input_ids[:end].tolist())
-    if loaded.snapshots.holds(held, loaded.bounds) or not llama._ctx.kv_cache_seq_rm(_READER, end, -1):
+    if loaded.snapshots.holds(held, loaded.bounds) or not llama._ctx.kv_cache_seq_rm(-1, end, -1):
         return
     llama.n_tokens = end
     loaded.snapshots.put(Snapshot(tokens=held, bounds=tuple(loaded.bounds), data=_save_kv(llama)))
 
 
 def _save_kv(llama: Any) -> bytes:
-    """The evaluated state of the reading sequence (its KV cache), as llama.cpp serialises it."""
+    """The evaluated state of sequence 0 (its KV cache), as llama.cpp serialises it."""
     llama_cpp = _llama_cpp()
     ctx = llama._ctx.ctx
-    buffer = (ctypes.c_uint8 * llama_cpp.llama_state_seq_get_size(ctx, _READER))()
-    written = llama_cpp.llama_state_seq_get_data(ctx, buffer, len(buffer), _READER)
+    buffer = (ctypes.c_uint8 * llama_cpp.llama_state_seq_get_size(ctx, 0))()
+    written = llama_cpp.llama_state_seq_get_data(ctx, buffer, len(buffer), 0)
     return bytes(buffer)[:written]
 
 
-def _load_kv(llama: Any, data: bytes) -> bool:
-    """Replace the reading sequence's state with a saved one (the writers' stay as they are);
-    False, and the sequence empty, where llama.cpp finds no run of free cells to put it in."""
+def _load_kv(llama: Any, data: bytes) -> None:
+    """Replace the context's state with a saved one of sequence 0."""
     llama_cpp = _llama_cpp()
-    llama._ctx.kv_cache_seq_rm(_READER, -1, -1)
+    llama._ctx.kv_cache_clear()
     buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-    if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, len(data), _READER) == len(data):
-        return True
-    llama._ctx.kv_cache_seq_rm(_READER, -1, -1)
-    return False
+    if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, len(data), 0) != len(data):
+        raise LocalRequestError("llama.cpp refused a saved conversation state")
 
 
 def generate(
@@ -472,144 +371,105 @@ def generate(
     """Answer `messages` (and, for a chat model, `tools`) with the local model, as raw text.
 
     Seeded, so the same arguments give the same text. `opening` is written at the start of the
-    answer for the model, which continues from it; the text returned begins with it. The prompt is
-    built as the model's description says, in segments (`_chat.prompt_segments`); the segments
-    before the last are evaluated once and reused by later calls that start with them (see
-    `_prime`). Reading tool calls out of the text is the caller's (the provider's). Waits for the
-    engine thread; raises LocalRequestError (not worth retrying) or LocalTimeout.
+    answer for the model, which continues from it; the text returned begins with it. The prompt is built as the model's
+    description says, in segments (`_chat.prompt_segments`); the segments before the last are
+    evaluated once and reused by later calls that start with them (see `_prime`). Reading tool
+    calls out of the text is the caller's (the provider's). Raises LocalRequestError (not worth
+    retrying) or LocalTimeout.
     """
     check_available(name)
-    request = _Request(
-        name, messages, tools, max_tokens, temperature, top_p, list(stop or []), seed, timeout_s, opening
-    )
-    global _engine_thread
-    with _wake:
-        if _engine_thread is None or not _engine_thread.is_alive():
-            _engine_thread = threading.Thread(target=_serve, name="atoll-local-engine", daemon=True)
-            _engine_thread.start()
-        _requests.append(request)
-        _wake.notify()
-    return request.done.result()
+    StoppingCriteriaList = _llama_cpp().StoppingCriteriaList
+    began = time.perf_counter()
 
+    with _lock:
+        loaded = _load(name)
+        llama, model = loaded.llama, loaded.model
+        texts = _chat.prompt_segments(model.prompt, messages, tools, loaded.template)
+        texts[-1] += opening  # the answer's first words, written for the model (a forced call's prefix)
+        segments = [
+            llama.tokenize(text.encode(), add_bos=i == 0, special=True) for i, text in enumerate(texts)
+        ]
+        tokens = [token for segment in segments for token in segment]
+        prompt_tokens = len(tokens)
+        budget = model.n_ctx - prompt_tokens
+        if budget <= 0 or (max_tokens is not None and max_tokens > budget):
+            raise LocalRequestError(
+                f"prompt of {prompt_tokens} tokens + max_tokens {max_tokens} exceeds local/{model.name}'s "
+                f"context of {model.n_ctx} tokens: shorten the prompt (fewer demos or tools) or lower max_tokens"
+            )
+        primed = time.perf_counter()
+        # the last segment (the answer's opening) is read with the generation, after these
+        held, restored, restore_s = _prime(loaded, segments[:-1])
+        reading = time.perf_counter()
+        # Counted from the first token written: reading the prompt, however long, is work asked for,
+        # not a hung model (asked after each token written, the first right after the prompt).
+        deadline: float | None = None
+        first_token_at = 0.0
+        timed_out = looped = False
 
-def _serve() -> None:
-    """The engine thread: start a waiting request whenever one can start (a writing sequence is
-    free and its model is the one loaded, or nothing is being written), else advance every answer
-    being written by one step, else sleep until a request comes."""
-    with _wake:
-        while True:
-            request = _startable()
-            if request is not None:
-                _requests.remove(request)
-                began, waiting = time.monotonic(), list(_loaded.writing if _loaded else [])
-                try:
-                    _start(request)
-                except BaseException as exc:  # the caller gets it; the engine goes on
-                    request.done.set_exception(exc)
-                for writing in waiting:  # their time to write did not run while this one read
-                    writing.deadline += time.monotonic() - began
-            elif _loaded is not None and _loaded.writing:
-                try:
-                    _writing.step(_loaded.llama, [w.writer for w in _loaded.writing])
-                except BaseException as exc:
-                    for writing in _loaded.writing:
-                        writing.request.done.set_exception(exc)
-                    _loaded.writing.clear()
-                    _close_locked()
-                    continue
-                for writing in [w for w in _loaded.writing if w.writer.reason is not None]:
-                    _finish(_loaded, writing)
-            else:
-                _wake.wait()
+        def should_stop(written: Any) -> bool:
+            """Past the deadline, or fallen into a loop (`_loops`): the rest would be more of the same."""
+            nonlocal deadline, timed_out, looped, first_token_at
+            if deadline is None:
+                deadline = time.monotonic() + timeout_s
+                first_token_at = time.perf_counter()
+            timed_out = time.monotonic() > deadline
+            looped = in_a_loop(written)
+            return timed_out or looped
 
-
-def _startable() -> _Request | None:
-    if _loaded is None or not _loaded.writing:
-        return _requests[0] if _requests else None
-    if _loaded.free_sequence() is None:
-        return None
-    return next((r for r in _requests if local_model(r.name).name == _loaded.model.name), None)
-
-
-def _start(request: _Request) -> None:
-    """Read `request`'s prompt into the reading sequence and hand its answer to a free writer."""
-    loaded = _load(request.name)
-    llama, model = loaded.llama, loaded.model
-    texts = _chat.prompt_segments(model.prompt, request.messages, request.tools, loaded.template)
-    texts[-1] += request.opening  # the answer's first words, written for the model (a forced call's prefix)
-    segments = [llama.tokenize(text.encode(), add_bos=i == 0, special=True) for i, text in enumerate(texts)]
-    prompt_tokens = sum(len(segment) for segment in segments)
-    budget = model.n_ctx - prompt_tokens
-    if budget <= 0 or (request.max_tokens is not None and request.max_tokens > budget):
-        raise LocalRequestError(
-            f"prompt of {prompt_tokens} tokens + max_tokens {request.max_tokens} exceeds local/{model.name}'s "
-            f"context of {model.n_ctx} tokens: shorten the prompt (fewer demos or tools) or lower max_tokens"
-        )
-    primed = time.perf_counter()
-    held, restored, restore_s = _prime(loaded, segments[:-1])
-    first = _read(llama, segments[-1])
-    seq = loaded.free_sequence()
-    assert seq is not None, "started only with a writing sequence free"
-    llama._ctx.kv_cache_seq_rm(seq, -1, -1)
-    llama._ctx.kv_cache_seq_cp(_READER, seq, 0, llama.n_tokens)
-    cost = None
-    if _costs.watched():
-        cost = _costs.CallCost(
-            model=model.name,
-            segments=[
-                _costs.SegmentCost(
-                    tokens=len(segment),
-                    how="kept" if i < held else "restored" if i < held + restored else "read",
-                    opening=piece[:80],
+        if temperature == 0:
+            decoded = _lookup.decode(
+                llama,
+                segments[-1],
+                max_tokens=max_tokens or budget,
+                stops=stop or [],
+                bias=loaded.bias,
+                is_end=lambda token: bool(_llama_cpp().llama_vocab_is_eog(llama._model.vocab, token)),
+                should_stop=should_stop,
+            )
+            text, finish_reason, written = decoded.text, decoded.finish_reason, len(decoded.tokens)
+        else:
+            out = llama.create_completion(
+                tokens,
+                max_tokens=max_tokens or budget,
+                temperature=temperature,
+                stop=stop or None,
+                seed=seed,
+                stopping_criteria=StoppingCriteriaList([lambda ids, _: should_stop(ids[prompt_tokens:])]),
+                logit_bias=loaded.bias or None,
+                **({"top_p": top_p} if top_p is not None else {}),
+            )
+            text, finish_reason = out["choices"][0]["text"], out["choices"][0]["finish_reason"] or "stop"
+            written = out["usage"]["completion_tokens"]
+            decoded = None
+        if _costs.watched():
+            ended = time.perf_counter()
+            first_token_at = first_token_at or ended
+            _costs.report(
+                _costs.CallCost(
+                    model=name,
+                    segments=[
+                        _costs.SegmentCost(
+                            tokens=len(segment),
+                            how="kept" if i < held else "restored" if i < held + restored else "read",
+                            opening=piece[:80],
+                        )
+                        for i, (segment, piece) in enumerate(zip(segments, texts, strict=True))
+                    ],
+                    written_tokens=written,
+                    restore_s=restore_s,
+                    read_s=(reading - primed - restore_s) + (first_token_at - reading),
+                    write_s=ended - first_token_at,
+                    total_s=ended - began,
+                    drafted_tokens=decoded.drafted if decoded else 0,
+                    accepted_tokens=decoded.accepted if decoded else 0,
                 )
-                for i, (segment, piece) in enumerate(zip(segments, texts, strict=True))
-            ],
-            restore_s=restore_s,
-            read_s=time.perf_counter() - primed - restore_s,
-        )
-    writing = _Writing(request, prompt_tokens, cost)
-    writing.writer = _writing.Writer(
-        seq=seq,
-        position=llama.n_tokens,
-        context=llama.input_ids[: llama.n_tokens].tolist(),
-        first=first,
-        max_tokens=request.max_tokens or budget,
-        stops=request.stop,
-        banned=list(loaded.bias),
-        temperature=request.temperature,
-        top_p=request.top_p,
-        seed=request.seed,
-        is_end=lambda token: bool(_llama_cpp().llama_vocab_is_eog(llama._model.vocab, token)),
-        should_stop=writing.should_stop,
-        detokenize=llama.detokenize,
-    )
-    loaded.writing.append(writing)
-    if writing.writer.reason is not None:
-        _finish(loaded, writing)
-
-
-def _finish(loaded: _Loaded, writing: _Writing) -> None:
-    """Free the answer's sequence and give the caller its answer (or its timeout)."""
-    loaded.writing.remove(writing)
-    writer, request = writing.writer, writing.request
-    loaded.llama._ctx.kv_cache_seq_rm(writer.seq, -1, -1)
-    ended = time.perf_counter()
-    if writing.cost is not None:
-        writing.cost.written_tokens = len(writer.written)
-        writing.cost.write_s = ended - writing.first_token_at
-        writing.cost.total_s = ended - request.began
-        writing.cost.drafted_tokens, writing.cost.accepted_tokens = writer.drafted, writer.accepted
-        _costs.report(writing.cost)
-    if writing.timed_out:
-        request.done.set_exception(
-            LocalTimeout(f"local/{request.name} ran past its {request.timeout_s:g} s timeout")
-        )
-        return
-    request.done.set_result(
-        LocalCompletion(
-            text=request.opening + writer.text,
-            finish_reason="length" if writing.looped else writer.reason or "stop",  # cut, like max_tokens
-            prompt_tokens=writing.prompt_tokens,
-            completion_tokens=len(writer.written),
-        )
+            )
+    if timed_out:
+        raise LocalTimeout(f"local/{name} ran past its {timeout_s:g} s timeout")
+    return LocalCompletion(
+        text=opening + text,
+        finish_reason="length" if looped else finish_reason,  # cut, like max_tokens
+        prompt_tokens=prompt_tokens,
+        completion_tokens=written,
     )

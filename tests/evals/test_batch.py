@@ -29,7 +29,6 @@ from atoll.harnesses.models import (
     ScriptedModel,
     get_model,
 )
-from atoll.harnesses.models._local import WRITERS
 from atoll.worlds import World
 
 
@@ -120,13 +119,13 @@ async def test_no_more_episodes_run_at_once_than_the_concurrency_limit(suite) ->
 
 
 async def test_a_model_that_serves_one_request_at_a_time_runs_one_episode_at_a_time(suite) -> None:
-    # A model that says how many requests it serves at once gets no more episodes than that.
+    # The local model: interleaved episodes would only evict each other's evaluated conversation.
     model = CountingModel(0.01)
     model.max_concurrency = 1
     result = await evaluate_batch(harness(), suite, model=model, seeds=list(range(2)), concurrency=4)
     assert len(result.results) == 6 and model.most == 1
     assert (
-        get_model("local/gemma-3-270m").max_concurrency == WRITERS  # the answers it writes in one batch
+        get_model("local/gemma-3-270m").max_concurrency == 1
         and get_model("openai/gpt-4o").max_concurrency is None
     )
 

@@ -5,7 +5,6 @@ import hashlib
 import json
 import re
 import tomllib
-import types
 from pathlib import Path
 
 import pytest
@@ -256,7 +255,7 @@ class Ids(list):
 
 
 class FakeLlama:
-    """What `_prime` and `_load` use of a Llama: a token context with evaluation and close."""
+    """What `_prime` and `_load` use of a Llama: a token context with evaluation, reset and close."""
 
     def __init__(self, model_path="", n_ctx=64, n_threads=1, verbose=False):
         self.model_path = model_path
@@ -278,6 +277,9 @@ class FakeLlama:
         self.n_tokens += len(tokens)
         self.evals.append(list(tokens))
 
+    def reset(self):
+        self.n_tokens = 0
+
     def tokenize(self, text, add_bos=False, special=False):
         return [len(text)]
 
@@ -294,8 +296,7 @@ def fake_states(monkeypatch):
     """llama.cpp's state copies on the stand-in: a state is the tokens it holds; restores are counted."""
     restored = []
     monkeypatch.setattr(_local, "_save_kv", lambda llama: bytes(llama.input_ids[: llama.n_tokens]))
-    monkeypatch.setattr(_local, "_load_kv", lambda llama, data: restored.append(list(data)) or True)
-    monkeypatch.setattr(_local, "_read", lambda llama, tokens: llama.eval(tokens))
+    monkeypatch.setattr(_local, "_load_kv", lambda llama, data: restored.append(list(data)))
     return restored
 
 
@@ -385,9 +386,7 @@ def test_one_model_is_held_at_a_time(monkeypatch, tmp_path):
         made.append(FakeLlama(**kwargs))
         return made[-1]
 
-    params = types.SimpleNamespace(llama_context_default_params=lambda: types.SimpleNamespace())
-    fake = types.SimpleNamespace(Llama=llama, llama_cpp=params)
-    monkeypatch.setattr(_local, "_llama_cpp", lambda: fake)
+    monkeypatch.setattr(_local, "_llama_cpp", lambda: type("llama_cpp", (), {"Llama": staticmethod(llama)}))
     monkeypatch.setattr(_local, "gguf_path", lambda name: tmp_path / f"{name}.gguf")
     monkeypatch.setattr(
         _local._engine, "engine_setup", lambda path: EngineSetup(extra_buffers=True, system_info="")

@@ -122,7 +122,7 @@ def test_a_model_in_a_loop_is_stopped_after_the_third_copy():
 def test_greedy_answers_with_lookup_guesses_match_plain_greedy_and_guesses_are_taken(monkeypatch):
     """Prompt lookup only changes how many tokens are evaluated at once: the words, the stop string
     cut and the finish reason are plain greedy decoding's."""
-    from atoll.harnesses.models import _costs, _local, _writing
+    from atoll.harnesses.models import _costs, _local, _lookup
 
     name = FAST_MODEL.removeprefix("local/")
     copying = [
@@ -130,7 +130,7 @@ def test_greedy_answers_with_lookup_guesses_match_plain_greedy_and_guesses_are_t
     ]
 
     def answer(draft: int) -> tuple[_local.LocalCompletion, list[_costs.CallCost]]:
-        monkeypatch.setattr(_writing, "DRAFT", draft)
+        monkeypatch.setattr(_lookup, "DRAFT", draft)
         with _costs.watching() as seen:
             out = _local.generate(
                 name,
@@ -144,7 +144,7 @@ def test_greedy_answers_with_lookup_guesses_match_plain_greedy_and_guesses_are_t
             )
         return out, seen
 
-    draft = _writing.DRAFT
+    draft = _lookup.DRAFT
     (plain, plain_costs), (guessed, guessed_costs) = answer(0), answer(draft)
 
     assert guessed.text == plain.text and guessed.finish_reason == plain.finish_reason == "stop"
