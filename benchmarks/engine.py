@@ -150,7 +150,7 @@ def main() -> None:
             read = statistics.median(run["read"][str(n)] for run in runs)
             write = statistics.median(run["write"][str(n)] for run in runs)
             table.add_row(name, str(n), f"{read:.0f}", f"{write:.1f}", f"{write / n:.1f}")
-    Console().print(table)
+    Console(width=120).print(table)
 
 
 if __name__ == "__main__":

@@ -116,7 +116,7 @@ def rows(figures: dict[str, dict]) -> list[tuple[str, ...]]:
     def each(label: str, value) -> tuple[str, ...]:
         return (label, *(value(f, len(f["passed"])) for f in figures.values()))
 
-    lines = [
+    return [
         each("minutes for the batch", lambda f, n: f"{f['wall'] / 60:.1f}"),
         each("episodes a minute", lambda f, n: f"{n / f['wall'] * 60:.2f}"),
         each("seconds an episode (its own clock)", lambda f, n: f"{f['episode_s'] / n:.1f}"),
@@ -137,7 +137,6 @@ def rows(figures: dict[str, dict]) -> list[tuple[str, ...]]:
         each("read tokens/s", lambda f, n: f"{f['read'] / f['read_s']:.0f}"),
         each("written tokens/s", lambda f, n: f"{f['written'] / f['write_s']:.1f}"),
     ]
-    return lines
 
 
 def main() -> None:
