@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from atoll.worlds import CallRecord, Diff
 
 from ._format import SKILL_TOOL
+from ._grounding import digit_runs, ungrounded
 from ._prompt import PromptPart
 from .models import ModelUsage
 
@@ -65,6 +66,7 @@ PATTERNS = (
     "precondition_refused",
     "turn_limit",
     "unlooked_reply",  # the first agent replied before it had called any tool
+    "ungrounded_argument",  # a call quoted digits (a PIN, an id) no user message or result had given
 )
 
 
@@ -169,11 +171,18 @@ class Episode(BaseModel):
         # (delegations and guard refusals give none), so they pair with `calls` to say which wrote.
         writes = iter([bool(call.changes) for call in self.calls if call.ok])
         last_call: Event | None = None
+        heard: list[str] = []  # what any agent was told so far (the task context is not in the events)
         for event in self.events:
+            if event.kind in ("user", "delegate") and event.content:
+                heard.append(event.content)
+            elif event.kind == "tool_result" and event.ok:
+                heard.append(json.dumps(event.result, default=str))
             if event.kind == "tool_call":
                 last_call = event
                 if memory.is_repeat(event.agent, event.tool or "", event.arguments):
                     counts["repeat_call"] += 1
+                if ungrounded(event.arguments or {}, digit_runs(heard)):
+                    counts["ungrounded_argument"] += 1
             elif event.kind == "tool_result":
                 kind = (event.error or {}).get("type")
                 if kind in ("unknown_tool", "invalid_arguments", "precondition_refused"):

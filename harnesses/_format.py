@@ -38,7 +38,8 @@ agents:
     retrieve_demos: 2                    # k: per episode, the k pool demos most like the request
     rules:                               # appended to the system prompt under "Rules:"
       - Look the order up before you answer.
-    guards: {repeat_notice: true, reply_nudge: true, preconditions: true, look_first: true}
+    guards: {repeat_notice: true, reply_nudge: true, preconditions: true, look_first: true,
+             grounded_args: true}
     tool_choice: first                   # auto (default) | first | required
 ```
 
@@ -62,6 +63,10 @@ agents:
 - `guards.look_first`: the first reply an agent with tools makes before calling any of them is held
   back, once, and the agent is told to check the facts with a tool first (a `notice` event keeps
   the reply); never on the last turn, where holding it back would leave no reply at all.
+- `guards.grounded_args`: a call is refused (error type `ungrounded_argument`, no world call) when a
+  text argument quotes a run of three or more digits (a PIN, an id, a ZIP) that nobody told the agent:
+  not the user, not the request handed to it, not a tool result, not its task context. A small model
+  makes such values up, or copies them from a demo (see `harnesses/_grounding.py`).
 
 - `tool_choice` (native protocol; the text protocol's reply is itself an action): `first` makes the
   agent's answers tool calls until one of its calls succeeds (a small model that narrates "I'll
@@ -174,6 +179,9 @@ class Guards(_Strict):
     reply_nudge: bool = Field(False, description="Tell the agent to reply before its last turn runs out.")
     preconditions: bool = Field(False, description="Refuse a tool until a tool it `requires` succeeded.")
     look_first: bool = Field(False, description="Hold back a reply made before any tool call, once; say so.")
+    grounded_args: bool = Field(
+        False, description="Refuse a call quoting digits (a PIN, an id) nobody told the agent; say so."
+    )
 
 
 class AgentConfig(_Strict):

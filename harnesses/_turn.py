@@ -10,7 +10,8 @@ world. Everything else about a turn is here, so what the optimizer measured is w
   `reply_nudge`, `look_first`, `tool_choice` and the no-replay rules (a repeated unreadable answer, or
   calls that failed twice, are not shown again and the next answer is sampled afresh).
 - `answer_inside`: what only the harness answers (an unknown tool, unreadable arguments, a guard's
-  refusal: `repeat_notice`, `preconditions`; a skill load); None for a world call or a delegation.
+  refusal: `repeat_notice`, `preconditions`, `grounded_args`; a skill load); None for a world call or a
+  delegation.
 - `observe` / `observe_text`: a result as the agent reads it (tools.yaml's projection, then the cut to
   `observation_chars`), and `Memory.record`, which is what the guards know of it.
 
@@ -30,6 +31,7 @@ from atoll.worlds import ToolFailure, ToolResult, compact_json
 
 from ._episode import NOT_REMEMBERED, CallMemory, EventKind
 from ._format import Guards, ToolChoice
+from ._grounding import digit_runs, ungrounded
 from ._harness import Harness
 from ._prompt import PromptPart, example_messages, sent_prompts, system_prompt
 from ._protocols import (
@@ -40,8 +42,10 @@ from ._protocols import (
     ErrorTurn,
     NativeProtocol,
     NoticeTurn,
+    ResultTurn,
     TextProtocol,
     Turn,
+    UserTurn,
     _one_line,
     choose_tools,
     without_null_extras,
@@ -77,6 +81,7 @@ class Agent:
     guards: Guards
     tool_choice: ToolChoice
     turn_limit: int  # limits.turns: the reply nudge and look_first read it
+    told: str = ""  # the digit runs of its task context and a client's instructions, for grounded_args
 
 
 def prepare_agent(
@@ -121,6 +126,7 @@ def prepare_agent(
         guards=config.guards,
         tool_choice=config.tool_choice,
         turn_limit=turn_limit,
+        told=digit_runs([json.dumps(dict(task), default=str), instructions]),
     )
 
 
@@ -140,6 +146,7 @@ class Memory:
         self.failed_answers: set[tuple[str, str]] = set()  # (agent, answer) that could not be read
         self.failed_calls: Counter[tuple[str, str, str]] = Counter()  # since the last success
         self.resamples: dict[str, int] = {}  # per agent: answers sampled afresh after a repeated failure
+        self.heard: dict[str, str] = {}  # per agent: the digit runs it was told, for grounded_args
         self.model_calls = 0
 
     def copy(self) -> Memory:
@@ -153,6 +160,7 @@ class Memory:
         copied.failed_answers = set(self.failed_answers)
         copied.failed_calls = Counter(self.failed_calls)
         copied.resamples = dict(self.resamples)
+        copied.heard = dict(self.heard)
         copied.model_calls = self.model_calls
         return copied
 
@@ -287,6 +295,7 @@ async def take_turn(
     if parsed.thought:
         emit(Note("thought", parsed.thought, response=response))
     memory.looked.add(name)
+    memory.heard[name] = _heard(agent, turns)
     turns.append(AssistantTurn(text=parsed.thought, calls=parsed.calls))
     return Step(response, calls=parsed.calls, thought=parsed.thought)
 
@@ -349,7 +358,31 @@ def _refusal(agent: Agent, memory: Memory, spec: ToolSpec, call: Call) -> ToolRe
             "precondition_refused",
             f"{call.name} runs only after {' or '.join(spec.requires)} has succeeded. Call {them} first.",
         )
+    unheard = (
+        ungrounded(call.arguments, memory.heard.get(agent.name, agent.told))
+        if agent.guards.grounded_args
+        else []
+    )
+    if unheard:
+        # The value is not repeated: an error the agent reads would otherwise ground it for the next call.
+        return tool_failure(
+            call.name,
+            "ungrounded_argument",
+            f"{', '.join(unheard)}: nobody gave you this value. Use only what the user or a tool result "
+            "said; ask the user for what is missing.",
+        )
     return None
+
+
+def _heard(agent: Agent, turns: list[Turn]) -> str:
+    """The digit runs the agent was told before its answer: the user's (or its caller's) messages, tool
+    results, its task context; not its own words, nor demos (whose values it must not copy)."""
+    texts = [
+        t.text if isinstance(t, UserTurn) else t.content
+        for t in turns
+        if isinstance(t, UserTurn | ResultTurn)
+    ]
+    return f"{agent.told} {digit_runs(texts)}"
 
 
 @dataclass(frozen=True)

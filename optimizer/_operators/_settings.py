@@ -29,6 +29,7 @@ RULES = {
     "precondition_refused": "Do what a tool requires first (for example verify identity) before calling it.",
     "turn_limit": "Reply as soon as you have what you need; do not keep calling tools.",
     "unlooked_reply": "Never answer from memory: look the facts up with a tool before you reply.",
+    "ungrounded_argument": "Use only the ids, PINs and codes the user or a tool result gave; ask for what is missing.",
 }
 # Which patterns each guard addresses.
 GUARD_PATTERNS = {
@@ -36,6 +37,7 @@ GUARD_PATTERNS = {
     "reply_nudge": ("no_reply", "malformed_action", "turn_limit"),
     "preconditions": ("precondition_refused",),
     "look_first": ("unlooked_reply",),
+    "grounded_args": ("ungrounded_argument",),
 }
 _MIN_SUPPORT = 2  # references a precondition is learned from
 
@@ -74,7 +76,7 @@ def _aimed(proposal: Proposal | None, context: ProposalContext, patterns: Iterab
     """The proposal aimed at the failing train episodes that show `patterns`: the screen runs them first."""
     if proposal is not None:
         wanted = set(patterns)
-        proposal.targets = [f.task_id for f in context.failures if wanted & set(f.patterns)]
+        proposal.targets = [f.task_id for f in context.failures if any(f.patterns.get(p) for p in wanted)]
     return proposal
 
 
@@ -108,7 +110,8 @@ def _set_guard(edit: Edit, agent: str, guard: str, on: bool) -> None:
 class EnableGuard(Operator):
     """Turn a runtime guard on for every agent that lacks it, when failing train episodes show the
     failure it prevents: repeat_notice for repeated calls; reply_nudge for no reply, malformed answers
-    or the turn limit; look_first for replies made before any lookup; preconditions, with `requires` learned from train references, for writes made
+    or the turn limit; look_first for replies made before any lookup; grounded_args for calls quoting
+    digits nobody gave; preconditions, with `requires` learned from train references, for writes made
     before the step every reference takes first."""
 
     name = "enable_guard"
@@ -119,7 +122,7 @@ class EnableGuard(Operator):
         counts = pattern_counts(context)
         harness = context.harness
         options = []
-        for guard in ("repeat_notice", "reply_nudge", "look_first"):
+        for guard in ("repeat_notice", "reply_nudge", "look_first", "grounded_args"):
             seen = sum(counts.get(p, 0) for p in GUARD_PATTERNS[guard])
             agents = [a for a, cfg in harness.agents.items() if not getattr(cfg.guards, guard)]
             if seen and agents:

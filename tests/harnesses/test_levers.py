@@ -328,6 +328,52 @@ async def test_a_reply_before_any_lookup_is_held_back_once_with_look_first(proto
     assert ep.reply == "C1 is Ada." and ep.patterns["unlooked_reply"] == 1
 
 
+@pytest.mark.parametrize("protocol", ["text", "native"])
+async def test_a_call_quoting_digits_nobody_gave_is_refused_with_grounded_args(protocol: str) -> None:
+    # A small model fills an id it was not given: with the guard the world never sees it, the agent is
+    # told to ask (without the value, which would ground it), and the pattern counts it either way.
+    made_up, lookup = (
+        (act("get_customer", customer_id="C4821"), act("get_customer", customer_id="C1"))
+        if protocol == "text"
+        else (call("get_customer", customer_id="C4821"), call("get_customer", customer_id="C1"))
+    )
+    done = say("C1 is Customer 1.") if protocol == "text" else "C1 is Customer 1."
+    model = ScriptedModel([made_up, lookup, done])
+    ep = await episode(levers(protocol, guards={"grounded_args": True}), model, "Who is C1?")
+    assert [c.tool for c in ep.calls] == ["get_customer"] and ep.calls[0].arguments == {"customer_id": "C1"}
+    assert errors(ep) == ["ungrounded_argument"] and ep.patterns["ungrounded_argument"] == 1
+    sent = model.requests[1].messages[-1]["content"]
+    refusal = sent[sent.index('"ungrounded_argument"') :]
+    assert "customer_id: nobody gave you this value" in refusal and "4821" not in refusal
+    assert ep.reply == "C1 is Customer 1."
+
+    ep = await episode(levers(protocol), ScriptedModel([made_up, done]), "Who is C1?")
+    assert errors(ep) == ["not_found"] and ep.patterns["ungrounded_argument"] == 1  # off: it runs
+
+
+async def test_grounded_args_runs_digits_the_user_a_result_or_the_task_context_gave() -> None:
+    guarded = levers(guards={"grounded_args": True})
+    said = ScriptedModel([act("get_customer", customer_id="C4821"), say("No such customer.")])
+    ep = await episode(guarded, said, "Who is customer C4821?")
+    assert errors(ep) == ["not_found"] and ep.patterns["ungrounded_argument"] == 0
+
+    context = ScriptedModel([act("get_customer", customer_id="C4821"), say("No such customer.")])
+    ep = await episode(guarded, context, "Who am I?", task_context={"account": "C4821"})
+    assert errors(ep) == ["not_found"]
+
+    # A run of digits inside a longer one counts (the last four of a phone number); a number argument
+    # (an amount the model computed) is never checked, nor are runs shorter than three digits.
+    read = ScriptedModel(
+        [
+            act("get_customer", customer_id="C3456"),
+            act("place_order", customer_id="C1", total=1234.5),
+            say("Ordered."),
+        ]
+    )
+    ep = await episode(guarded, read, "Order goods for C1, phone 555-0123456 please")
+    assert [c.tool for c in ep.calls] == ["get_customer", "place_order"] and errors(ep) == ["not_found"]
+
+
 async def test_look_first_never_holds_back_a_reply_made_on_the_last_turn() -> None:
     # Holding it back there would end the episode at the turn limit with no reply at all.
     model = ScriptedModel([" not an action", say("C1 is Customer 1.")])
@@ -454,6 +500,7 @@ async def test_an_episode_counts_its_failure_patterns_and_keeps_them_when_stored
         "precondition_refused": 0,
         "turn_limit": 1,
         "unlooked_reply": 0,
+        "ungrounded_argument": 0,
     }
     assert list(ep.patterns) == list(PATTERNS)
     stored = json.loads(ep.model_dump_json())

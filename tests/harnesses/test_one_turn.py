@@ -18,10 +18,10 @@ import yaml
 sys.path.insert(0, str(Path(__file__).parents[1] / "worlds"))
 from shop_world import shop
 
-from atoll.harnesses import Harness, ScriptedUser, next_message, run_episode
+from atoll.harnesses import DELEGATE_PREFIX, Harness, ScriptedUser, next_message, run_episode
 from atoll.harnesses.models import ModelRequest, ScriptedModel
 
-GUARDS = ("repeat_notice", "reply_nudge", "preconditions", "look_first")
+GUARDS = ("repeat_notice", "reply_nudge", "preconditions", "look_first", "grounded_args")
 USERS = ["Who is C1?", "Please delete order 1.", "Thanks."]
 # What the model answers, in order: ("reply", text), ("call", tool, arguments), ("bad arguments",),
 # ("broken",) or ("cut reply", text): a reply in a loop, cut before its message closed.
@@ -36,7 +36,7 @@ SCRIPT: list[tuple[Any, ...]] = [
     ("broken",),  # the same again: not shown, the next answer is sampled afresh
     ("call", "drop_tables", {}),  # an unknown tool: answered inside
     ("bad arguments",),  # the world refuses them (text) or they are no JSON, answered inside (native)
-    ("call", "get_customer", {"customer_id": "C404"}),  # fails
+    ("call", "get_customer", {"customer_id": "C404"}),  # fails (grounded_args: nobody said 404)
     ("call", "get_customer", {"customer_id": "C404"}),  # fails again (or is refused as a repeat)
     ("call", "get_customer", {"customer_id": "C404"}),  # failed twice: not run, sampled afresh
     ("call", "set_status", {"order_id": 2, "status": "shipped"}),  # a write
@@ -114,14 +114,15 @@ def answers(protocol: str) -> list[str | dict]:
 
 
 async def served(
-    harness: Harness, model: ScriptedModel, instance: Any, users: list[str] = USERS
+    harness: Harness, model: ScriptedModel, instance: Any, users: list[str] = USERS, agent: str = "front"
 ) -> list[str]:
     """The conversation through the endpoint's step, the client running each world call on `instance`
-    and sending the world's whole result back; the agent's replies."""
+    and sending the world's whole result back, and each hand-off as a conversation of its own with the
+    agent it names, sending back that agent's reply; `agent`'s replies."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": users[0]}]
     users, replies = list(users[1:]), []
     while True:
-        answer = await next_message(harness, "front", model, messages, now=instance.now())
+        answer = await next_message(harness, agent, model, messages, now=instance.now())
         if answer.finish_reason == "stop":
             replies.append(answer.content)
             messages.append({"role": "assistant", "content": answer.content})
@@ -135,8 +136,13 @@ async def served(
         ]
         messages.append({"role": "assistant", "content": answer.content, "tool_calls": calls})
         for call in answer.tool_calls:
-            result = instance.call(call.name, **json.loads(call.arguments))
-            content = json.dumps(result.value) if result.ok else result.for_model()
+            arguments = json.loads(call.arguments)
+            if call.name.startswith(DELEGATE_PREFIX):
+                target = call.name.removeprefix(DELEGATE_PREFIX)
+                (content,) = await served(harness, model, instance, [arguments["request"]], agent=target)
+            else:
+                result = instance.call(call.name, **arguments)
+                content = json.dumps(result.value) if result.ok else result.for_model()
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
 
 
@@ -245,3 +251,56 @@ def test_a_process_that_did_not_give_the_earlier_answers_serves_from_the_clients
 def shop_now() -> Any:
     with shop.instance("tiny", seed=1) as instance:
         return instance.now()
+
+
+def test_a_conversation_with_a_hand_off_sends_the_same_requests_in_evaluation_and_serving() -> None:
+    """The front desk hands a lookup to a back office, which calls a world tool and answers; the front
+    reads that answer and replies. Served, the client runs the hand-off as a conversation with the back
+    office and sends its reply back: every request, world call and reply is the evaluation's."""
+    config = {
+        "name": "desk",
+        "world": "shop",
+        "protocols": {"*": "native"},
+        "entry": "front",
+        "agents": {
+            "front": {"prompt": "prompts/front.md.j2", "delegates": ["back"], "tool_choice": "first"},
+            "back": {
+                "prompt": "prompts/back.md.j2",
+                "description": "Looks customers up.",
+                "guards": {"grounded_args": True, "repeat_notice": True},
+            },
+        },
+    }
+    files = {
+        "harness.yaml": yaml.safe_dump(config, sort_keys=False),
+        "tools.yaml": yaml.safe_dump({"front": [], "back": {"get_customer": {"fields": ["id", "name"]}}}),
+        "prompts/front.md.j2": "You answer shop customers.\n{{ tools }}\n",
+        "prompts/back.md.j2": "You look customers up.\n{{ tools }}\n",
+    }
+    desk = Harness.from_files(files, source="desk", world=shop)
+    hand_off = {"name": "delegate_to_back", "arguments": {"request": "Who is customer C1?"}}
+    script = [
+        {"tool_calls": [hand_off]},
+        {"tool_calls": [{"name": "get_customer", "arguments": {"customer_id": "C9999"}}]},  # made up
+        {"tool_calls": [{"name": "get_customer", "arguments": {"customer_id": "C1"}}]},
+        "C1 is Customer 1.",
+        "Customer C1 is Customer 1.",
+    ]
+    evaluated, serving = ScriptedModel(list(script)), ScriptedModel(list(script))
+    with shop.instance("tiny", seed=1) as instance:
+        episode = asyncio.run(run_episode(desk, instance, evaluated, ScriptedUser("Who is C1?")))
+    with shop.instance("tiny", seed=1) as instance:
+        replies = asyncio.run(served(desk, serving, instance, users=["Who is C1?"]))
+        ran = [(call.tool, call.arguments, call.ok) for call in instance.log]
+
+    assert [sent(r) for r in serving.requests] == [sent(r) for r in evaluated.requests]
+    assert (
+        ran
+        == [(call.tool, call.arguments, call.ok) for call in episode.calls]
+        == [("get_customer", {"customer_id": "C1"}, True)]
+    )
+    assert replies == episode.replies == ["Customer C1 is Customer 1."]
+    front_reads = evaluated.requests[-1].messages[-1]["content"]
+    assert front_reads == '{"answer":"C1 is Customer 1."}'
+    refused = evaluated.requests[2].messages[-1]["content"]
+    assert '"type":"ungrounded_argument"' in refused and "9999" not in refused

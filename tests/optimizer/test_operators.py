@@ -352,6 +352,25 @@ def test_enable_guard_turns_on_what_the_failures_call_for(suite: Suite):
     assert "add_order_note after get_order" in proposals["preconditions"][0].rationale
 
 
+def test_enable_guard_turns_grounded_args_on_for_calls_quoting_digits_nobody_gave(suite: Suite):
+    context = context_for(desk_files(), suite)
+    first = context.failures[0]
+    made_up = first.model_copy(update={"patterns": {**first.patterns, "ungrounded_argument": 2}})
+    context.failures[0] = made_up
+    chosen = {}
+    for seed in range(16):
+        context.rng = random.Random(seed)
+        proposal = propose(EnableGuard(), context)
+        assert proposal is not None
+        chosen[proposal.rationale.split()[3]] = proposal
+
+    grounded = chosen["grounded_args"]
+    harness, desk, _ = loaded(grounded, suite)
+    assert desk["guards"] == {"grounded_args": True} and harness.agent("desk").guards.grounded_args
+    assert "show 2 ungrounded_argument" in grounded.rationale
+    assert grounded.targets == [made_up.task_id]  # the screen runs the episode it should change first
+
+
 def test_require_first_call_makes_agents_with_tools_call_before_answering(suite: Suite):
     proposal = propose(RequireFirstCall(), context_for(desk_files(), suite))
 
