@@ -312,6 +312,18 @@ def _prime(loaded: _Loaded, segments: list[list[int]]) -> tuple[int, int, float]
     return held, kept - held, restore_s
 
 
+def _pieces(segments: list[list[int]], size: int) -> list[tuple[int, list[int]]]:
+    """Each segment cut into pieces of `size` tokens from its start, with the index of its segment.
+
+    `Llama.eval` reads a segment in batches of n_batch tokens from its start anyway, so pieces of that
+    size leave the very same state, bit for bit, and each piece's end is a place a later prompt can
+    diverge and still keep what comes before: a candidate harness whose prompt differs from the
+    incumbent's in its last paragraph reads that paragraph's piece on, not its whole 3k-token head."""
+    return [
+        (i, segment[j : j + size]) for i, segment in enumerate(segments) for j in range(0, len(segment), size)
+    ]
+
+
 def _segments_held(held_bounds: list[int], held: list[int], bounds: list[int], tokens: list[int]) -> int:
     """How many leading segments of (`bounds`, `tokens`) the evaluated `held` tokens, cut at
     `held_bounds`, hold exactly: the same tokens cut at the same places."""
@@ -399,7 +411,8 @@ def generate(
             )
         primed = time.perf_counter()
         # the last segment (the answer's opening) is read with the generation, after these
-        held, restored, restore_s = _prime(loaded, segments[:-1])
+        pieces = _pieces(segments[:-1], llama.n_batch)
+        held, restored, restore_s = _prime(loaded, [piece for _, piece in pieces])
         reading = time.perf_counter()
         # Counted from the first token written: reading the prompt, however long, is work asked for,
         # not a hung model (asked after each token written, the first right after the prompt).
@@ -450,11 +463,11 @@ def generate(
                     model=name,
                     segments=[
                         _costs.SegmentCost(
-                            tokens=len(segment),
+                            tokens=len(piece),
                             how="kept" if i < held else "restored" if i < held + restored else "read",
-                            opening=piece[:80],
+                            opening=texts[of][:80],
                         )
-                        for i, (segment, piece) in enumerate(zip(segments, texts, strict=True))
+                        for i, (of, piece) in enumerate([*pieces, (len(texts) - 1, segments[-1])])
                     ],
                     written_tokens=written,
                     restore_s=restore_s,

@@ -151,3 +151,43 @@ def test_greedy_answers_with_lookup_guesses_match_plain_greedy_and_guesses_are_t
     assert "2026" not in guessed.text and guessed.completion_tokens == plain.completion_tokens
     assert plain_costs[0].drafted_tokens == 0
     assert guessed_costs[0].accepted_tokens > 0  # the repeated line was guessed and taken
+
+
+def test_a_prompt_that_differs_late_in_its_head_reads_only_from_the_piece_that_differs(monkeypatch):
+    """A candidate harness changes the end of a long head: what comes before is kept, piece by piece of
+    n_batch tokens, and the state it leaves is the one reading the whole head afresh leaves, byte for
+    byte, so the answer cannot depend on which harness ran before."""
+    from atoll.harnesses.models import _costs, _local
+
+    name = FAST_MODEL.removeprefix("local/")
+    policy = "Orders ship within two days; returns are accepted for thirty days with a receipt. " * 40
+
+    def head(rule: str) -> list[dict[str, str]]:
+        return [{"role": "system", "content": f"{policy}\nRule: {rule}"}, PROMPT[1]]
+
+    def primed(messages: list[dict[str, str]]) -> tuple[bytes, list[_costs.CallCost]]:
+        with _costs.watching() as seen:
+            _local.generate(
+                name, messages, max_tokens=1, temperature=0.0, top_p=None, stop=None, seed=0, timeout_s=120
+            )
+        loaded = _local._loaded
+        assert loaded is not None and loaded.llama._ctx.kv_cache_seq_rm(-1, loaded.bounds[-1], -1)
+        loaded.llama.n_tokens = loaded.bounds[-1]
+        return _local._save_kv(loaded.llama), seen
+
+    primed(head("Be brief."))
+    after_another, seen = primed(head("Be kind."))
+    [cost] = seen
+    read = sum(segment.tokens for segment in cost.segments if segment.how == "read")
+    kept = sum(segment.tokens for segment in cost.segments if segment.how != "read")
+    assert kept >= 512 and read < 512  # the policy's leading pieces were kept
+
+    _local._close()
+    afresh, _ = primed(head("Be kind."))
+    assert after_another == afresh
+
+    # And it is the state of the head read whole, as before it was cut in pieces: the same batches.
+    monkeypatch.setattr(_local, "_pieces", lambda segments, size: list(enumerate(segments)))
+    _local._close()
+    whole, _ = primed(head("Be kind."))
+    assert whole == afresh
