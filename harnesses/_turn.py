@@ -365,11 +365,12 @@ def _refusal(agent: Agent, memory: Memory, spec: ToolSpec, call: Call) -> ToolRe
     )
     if unheard:
         # The value is not repeated: an error the agent reads would otherwise ground it for the next call.
+        them = "it" if len(unheard) == 1 else "them"
         return tool_failure(
             call.name,
             "ungrounded_argument",
-            f"{', '.join(unheard)}: nobody gave you this value. Use only what the user or a tool result "
-            "said; ask the user for what is missing.",
+            f"Nobody gave you {' or '.join(unheard)}. Call {call.name} again without {them}, with only what "
+            f"the user or a tool result said, or ask the user for {them}.",
         )
     return None
 

@@ -65,6 +65,7 @@ from ._objective import (
 from ._operators import (
     AddDemo,
     AddRule,
+    CallingDemos,
     DisableGuard,
     DropDemo,
     DropRule,
@@ -101,6 +102,7 @@ __all__ = [
     "AddDemo",
     "AddRule",
     "Baseline",
+    "CallingDemos",
     "Comparison",
     "Decision",
     "DiffSide",

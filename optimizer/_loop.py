@@ -399,7 +399,8 @@ class Optimization:
         self._emit("proposal", stage="proposing", iteration=iteration + 1, operator=None, rationale=None)
         parent_train = await self.evaluations.train(parent)
         failures = parent_train.failures()
-        if parent.hash != incumbent.hash:  # a repair: what the parent broke is what to mend first
+        repairing = parent.hash != incumbent.hash
+        if repairing:  # what the parent broke is what to mend first
             failures = await self._regressions(parent_train, incumbent) or failures
         context = ProposalContext(
             files=parent.files(),
@@ -415,7 +416,7 @@ class Optimization:
             models=self.config.models or [],
             agent_model=self.model.name,
         )
-        proposal, repeats = await self.proposing.next(iteration, context, incumbent)
+        proposal, repeats = await self.proposing.next(iteration, context, incumbent, repairing=repairing)
         if proposal is None:
             return self._nothing_new(iteration, repeats)
         self._emit("proposal", operator=proposal.operator, rationale=proposal.rationale)
@@ -444,7 +445,10 @@ class Optimization:
         self.store.save_harness(candidate.hash, candidate.name, candidate.files())
         self.optimizations.save_step(self.id, iteration, **step)
         try:  # a template can pass the load check and still fail on a real task's context
-            screen = await self._screen(candidate, incumbent, iteration, proposal.targets)
+            # A repair aims at the tasks its parent broke, where it is behind the incumbent until mended
+            # whole: raced on them first, it would fall behind in round one. It is raced as any candidate.
+            targets = [] if repairing else proposal.targets
+            screen = await self._screen(candidate, incumbent, iteration, targets)
             self.optimizations.save_step(self.id, iteration, screen=screen)
             if not screen.passed:
                 self.optimizations.save_step(self.id, iteration, verdict="screened_out")

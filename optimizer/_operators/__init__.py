@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._cost import PromptDiet, TightenObservations, TrimMaxTokens, TrimTurns
-from ._demos import AddDemo, DropDemo, EnableRetrieval, GrowPool, ReorderDemos, TuneRetrieval
+from ._demos import AddDemo, CallingDemos, DropDemo, EnableRetrieval, GrowPool, ReorderDemos, TuneRetrieval
 from ._graph import MergeAgents, SplitAgent
 from ._models import ChooseModel
 from ._projection import ProjectResults
@@ -31,6 +31,7 @@ def default_operators() -> list[Any]:
         GrowPool(),
         TuneRetrieval(),
         AddDemo(),
+        CallingDemos(),
         ReorderDemos(),
         DropDemo(),
         ExposeTool(),
@@ -61,6 +62,7 @@ __all__ = [
     "RULES",
     "AddDemo",
     "AddRule",
+    "CallingDemos",
     "ChooseModel",
     "DisableGuard",
     "DropDemo",

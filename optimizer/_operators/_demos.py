@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from atoll.harnesses import Demo, DemoStep
+from atoll.harnesses._retrieval import words
+
 from .._proposal import Proposal, ProposalContext
 from ._common import (
     Edit,
@@ -230,3 +233,78 @@ class GrowPool(Operator):
             f"{', '.join(w for _, _, w in additions)}."
         )
         return edit.proposal(self.name, rationale)
+
+
+class CallingDemos(Operator):
+    """Swap the demos that answer without a call, of an agent made to call first (tool_choice: first),
+    for passing train episodes of requests like theirs that looked something up before answering.
+
+    Such a demo shows what the agent may no longer do. Made to call, the 1.5B model shown a refusal
+    given straight away called the lookup its request named and then read out what it found (a gift
+    order's address, to someone who was not its holder): it had no example of what to do after a call
+    on such a request. A passing episode of a request like the demo's, which called first and then
+    answered, is one. The screen runs first the failing train requests most like the demos replaced."""
+
+    name = "calling_demos"
+
+    async def propose(self, context: ProposalContext) -> Proposal | None:
+        harness, agent = context.harness, context.harness.entry
+        config = harness.agent(agent)
+        if config.tool_choice != "first":
+            return None
+        silent = [name for name in config.demos if not any(step.call for step in harness.demos[name].steps)]
+        calling = {
+            demo_name(result.task_id): demo
+            for result in context.passing_episodes
+            if demo_name(result.task_id) not in harness.demos
+            and (demo := episode_demo(context, result)) is not None
+            and _calls_before_replying(demo)
+        }
+        swaps: dict[str, str] = {}
+        for name in silent:
+            request = _request(harness.demos[name])
+            free = [found for found in calling if found not in swaps.values()]
+            if free:
+                swaps[name] = max(
+                    free, key=lambda found: (_likeness(request, _request(calling[found])), found)
+                )
+        if not swaps:
+            return None
+        edit = Edit(context)
+        edit.set_list(agent, "demos", [swaps.get(name, name) for name in config.demos])
+        for old, new in swaps.items():
+            edit.add_demo(new, calling[new])
+            edit.drop_unlisted_demo(old)
+        shown = ", ".join(f"{old} -> {new}" for old, new in swaps.items())
+        proposal = edit.proposal(
+            self.name,
+            f"Agent {agent!r} must call a tool first but its demo(s) {', '.join(swaps)} answer without one: "
+            f"swap them for passing train episodes of requests like theirs that call first ({shown}).",
+        )
+        if proposal is not None:
+            requests = [_request(harness.demos[name]) for name in swaps]
+            ranked = sorted(
+                context.failures,
+                key=lambda f: (-max(_likeness(r, f.user_message) for r in requests), f.task_id),
+            )
+            proposal.targets = [f.task_id for f in ranked[:3]]
+        return proposal
+
+
+def _request(demo: Demo | dict[str, Any]) -> str:
+    """What the user says in a demo, loaded or as a proposal writes it."""
+    steps = (
+        demo.steps if isinstance(demo, Demo) else [DemoStep.model_validate(step) for step in demo["steps"]]
+    )
+    return " ".join(step.user for step in steps if step.user)
+
+
+def _likeness(a: str, b: str) -> float:
+    """The share of words two requests have in common (Jaccard)."""
+    left, right = set(words(a)), set(words(b))
+    return len(left & right) / len(left | right) if left | right else 0.0
+
+
+def _calls_before_replying(demo: dict[str, Any]) -> bool:
+    acts = [step for step in demo["steps"] if "call" in step or "reply" in step]
+    return bool(acts) and "call" in acts[0] and any("reply" in step for step in acts)

@@ -344,7 +344,8 @@ async def test_a_call_quoting_digits_nobody_gave_is_refused_with_grounded_args(p
     assert errors(ep) == ["ungrounded_argument"] and ep.patterns["ungrounded_argument"] == 1
     sent = model.requests[1].messages[-1]["content"]
     refusal = sent[sent.index('"ungrounded_argument"') :]
-    assert "customer_id: nobody gave you this value" in refusal and "4821" not in refusal
+    assert "Nobody gave you customer_id. Call get_customer again without it" in refusal
+    assert "4821" not in refusal
     assert ep.reply == "C1 is Customer 1."
 
     ep = await episode(levers(protocol), ScriptedModel([made_up, done]), "Who is C1?")

@@ -25,6 +25,7 @@ from atoll.harnesses.models import ScriptedModel
 from atoll.optimizer import (
     AddDemo,
     AddRule,
+    CallingDemos,
     DisableGuard,
     DropDemo,
     DropRule,
@@ -291,6 +292,29 @@ def test_add_demo_never_reuses_a_pool_name(suite: Suite):
     pool = {"auto_note_1003": GREET, "auto_note_1004": GREET}
     context = context_for(retrieving(pool=pool), suite)
     assert propose(AddDemo(), context) is None  # both passing tasks have a pool demo; no reference fits
+
+
+def test_calling_demos_swaps_a_demo_without_a_call_for_a_passing_episode_that_calls_first(suite: Suite):
+    note = {
+        "title": "A note",
+        "steps": [{"user": "Please add a note to my order that I called"}, {"reply": "Ok."}],
+    }
+    files = desk_files(demos={"lookup": LOOKUP, "note": note}, tool_choice="first")
+    proposal = propose(CallingDemos(), context_for(files, suite))
+
+    harness, desk, _ = loaded(proposal, suite)
+    assert desk["demos"][0] == "lookup" and desk["demos"][1] in ("auto_note_1003", "auto_note_1004")
+    swapped = harness.demos[desk["demos"][1]]
+    assert [s.call for s in swapped.steps if s.call] == ["get_order", "add_order_note"]
+    assert "demos/note.yaml" not in proposal.files  # no agent shows it any more
+    assert proposal.targets == ["track-1020", "track-1021"]  # the failing train requests most like it
+    assert "note -> auto_note_100" in proposal.rationale
+
+    # An agent free to answer first, or one whose demos all call, has nothing to swap.
+    free = desk_files(demos={"lookup": LOOKUP, "note": note})
+    assert propose(CallingDemos(), context_for(free, suite)) is None
+    calling = desk_files(tool_choice="first")
+    assert propose(CallingDemos(), context_for(calling, suite)) is None
 
 
 # -- tools ----------------------------------------------------------------------------------------

@@ -80,3 +80,29 @@ def test_a_preconditions_guard_aims_at_the_failures_that_skipped_the_step_it_req
     assert _skipped_a_step(skipped, requires)
     assert not _skipped_a_step('[desk] call verify_identity {"pin": "1"}\n' + skipped, requires)
     assert not _skipped_a_step(skipped.replace("[desk]", "[other]"), requires)  # another agent's calls
+
+
+def test_a_repair_slot_asks_the_operators_first_whatever_the_iteration(tmp_path: Path) -> None:
+    """The operators aim at the tasks the vetoed winner broke; an odd slot is otherwise the model's."""
+    from atoll.harnesses import load_harness
+    from atoll.optimizer._optimizations import OptimizationStore
+    from atoll.optimizer._proposing import Proposing
+
+    root = make_workspace(tmp_path / "repo", prompt="You keep notes.\n", val=[11])
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        proposing = Proposing(
+            "run-1",
+            [Line("plain"), Asked("asked")],
+            OptimizationStore(store),
+            load_harness(root / "h"),
+            root / "h",
+            seed=0,
+            usage=lambda usage: None,
+            on_repeat=lambda words: None,
+        )
+        proposing.priors = {}  # no past runs (the cached property reads them from a stored run)
+        assert [p.name for p in proposing.order(1)] == ["asked", "plain"]
+        assert [p.name for p in proposing.order(1, operators_first=True)] == ["plain", "asked"]
+    finally:
+        store.close()
