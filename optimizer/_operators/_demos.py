@@ -7,10 +7,10 @@ Demos come from train tasks only: their reference solutions and their passing ep
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from atoll.harnesses import Demo, DemoStep
-from atoll.harnesses._retrieval import words
 
 from .._proposal import Proposal, ProposalContext
 from ._common import (
@@ -301,7 +301,7 @@ def _request(demo: Demo | dict[str, Any]) -> str:
 
 def _likeness(a: str, b: str) -> float:
     """The share of words two requests have in common (Jaccard)."""
-    left, right = set(words(a)), set(words(b))
+    left, right = set(re.findall(r"[a-z0-9]+", a.lower())), set(re.findall(r"[a-z0-9]+", b.lower()))
     return len(left & right) / len(left | right) if left | right else 0.0
 
 
