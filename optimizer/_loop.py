@@ -317,8 +317,11 @@ class Optimization:
                 else self.strategy.choose((incumbent, incumbent_val), pool, rng)
             )
             began, trained = time.monotonic(), self.evaluations.train_seconds
+            # A repair's first try asks the LLM-free operators first (aimed at what the winner broke); its
+            # second the proposers in their usual turn, so the model-driven one is still asked.
+            first_repair = repairing is not None and repairs.left == repairs.tries - 1
             verdict, candidate, candidate_val = await self._iteration(
-                iteration, rng, parent, incumbent, incumbent_val
+                iteration, rng, parent, incumbent, incumbent_val, operators_first=first_repair
             )
             if repairs.after(verdict, *self._stored_decision(iteration)):
                 self._emit(
@@ -395,6 +398,8 @@ class Optimization:
         parent: Harness,
         incumbent: Harness,
         incumbent_val: BatchResult,
+        *,
+        operators_first: bool = False,
     ) -> tuple[str, Harness | None, BatchResult | None]:
         self._emit("proposal", stage="proposing", iteration=iteration + 1, operator=None, rationale=None)
         parent_train = await self.evaluations.train(parent)
@@ -416,7 +421,9 @@ class Optimization:
             models=self.config.models or [],
             agent_model=self.model.name,
         )
-        proposal, repeats = await self.proposing.next(iteration, context, incumbent, repairing=repairing)
+        proposal, repeats = await self.proposing.next(
+            iteration, context, incumbent, operators_first=operators_first
+        )
         if proposal is None:
             return self._nothing_new(iteration, repeats)
         self._emit("proposal", operator=proposal.operator, rationale=proposal.rationale)

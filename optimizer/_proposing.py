@@ -83,7 +83,7 @@ class Proposing:
         self.usage, self.on_repeat, self.on_attempt = usage, on_repeat, on_attempt
 
     async def next(
-        self, iteration: int, context: ProposalContext, incumbent: Harness, *, repairing: bool = False
+        self, iteration: int, context: ProposalContext, incumbent: Harness, *, operators_first: bool = False
     ) -> tuple[Proposal | None, list[tuple[Proposal, str]]]:
         """A proposal whose files are new, and the repeats passed over on the way, each with what it repeats.
 
@@ -95,7 +95,7 @@ class Proposing:
         that repeated are asked again with fresh randomness, REASKS times at most, so a proposer that only
         repeats itself cannot hold the run."""
         repeats: list[tuple[Proposal, str]] = []
-        proposers = self.order(iteration, operators_first=repairing)
+        proposers = self.order(iteration, operators_first=operators_first)
         for ask in range(REASKS + 1):
             if ask:
                 rng = random.Random(f"{self.seed}:{iteration}:ask{ask}")
@@ -156,8 +156,8 @@ class Proposing:
     def order(self, iteration: int, *, operators_first: bool = False) -> list[Proposer]:
         """The proposers to try in turn: Thompson sampling on this run's verdicts before `iteration` over
         the stored priors, drawn with the iteration's own seed, so a resume makes the same choice.
-        `operators_first` (a repair) puts the LLM-free operators first whatever the iteration: each is
-        aimed at the tasks the vetoed winner broke, and the slot takes the one aimed at most of them."""
+        `operators_first` (a repair's first try) puts the LLM-free operators first whatever the iteration:
+        each is aimed at the tasks the vetoed winner broke, and the slot takes the one aimed at most."""
         bandit = Bandit([proposer.name for proposer in self.proposers], self.priors)
         for row in self.optimizations.proposal_rows(self.run_id):
             if row["iteration"] < iteration:

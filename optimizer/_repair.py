@@ -4,10 +4,10 @@ incumbent always passed is the parent of the next proposals, so a proposer can m
 On the 1.5B model `tool_choice: first` made 26 val tasks better and 4 worse, two of them privacy refusals the
 shipped agent always passed: the veto refuses it, rightly, and a greedy search would then never look at it
 again. Starting the next proposals from it lets a proposer read its failing train episodes (the new
-disclosures among them) and add what stops them. A repair slot asks the LLM-free operators first, each
-aimed at the train tasks the winner broke (on this model the two reflective repairs tried wrote tool
-notes that mended nothing); `calling_demos`, for one, swaps the demos that answer without a call for
-passing episodes that call first. The repaired candidate is still judged against the incumbent on every
+disclosures among them) and add what stops them. A repair's first try asks the LLM-free operators first,
+each aimed at the train tasks the winner broke (on this model the two reflective repairs tried wrote tool
+notes that mended nothing), its second the proposers in their usual turn; `calling_demos`, for one,
+swaps the demos that answer without a call for passing episodes that call first. The repaired candidate is still judged against the incumbent on every
 val task, veto included: nothing gets around the rule.
 """
 
