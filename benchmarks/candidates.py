@@ -28,7 +28,7 @@ from rich.table import Table
 from atoll.harnesses import Harness, load_harness
 from atoll.harnesses._protocols import UserTurn
 from atoll.harnesses._turn import prepare_agent
-from atoll.harnesses.models import ModelParams, _costs, _local, get_model
+from atoll.harnesses.models import Model, ModelParams, _costs, _local, get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harnesses" / "support_agent"
@@ -60,7 +60,7 @@ CANDIDATES: dict[str, Edit] = {
 }
 
 
-def first_call(harness: Harness, model: object) -> tuple[int, float]:
+def first_call(harness: Harness, model: Model) -> tuple[int, float]:
     """Tokens read and seconds reading of the entry agent's first call on `REQUEST`."""
     with harness.world.instance("small_shop", seed=0) as instance:
         now = instance.now().strftime("%Y-%m-%d %H:%M")
@@ -71,12 +71,12 @@ def first_call(harness: Harness, model: object) -> tuple[int, float]:
         task={},
         now=now,
         opening=REQUEST,
-        turn_limit=8,  # type: ignore[arg-type]
+        turn_limit=8,
     )
     messages = agent.protocol.messages(agent.system, [UserTurn(REQUEST)], agent.examples)
     params = ModelParams(temperature=0.0, max_tokens=1)
     with _costs.watching() as seen:
-        asyncio.run(model.complete(messages, tools=agent.tools, params=params, sample=0))  # type: ignore[attr-defined]
+        asyncio.run(model.complete(messages, tools=agent.tools, params=params, sample=0))
     [cost] = seen
     return cost.read_tokens, cost.read_s
 

@@ -171,17 +171,17 @@ class Episode(BaseModel):
         # (delegations and guard refusals give none), so they pair with `calls` to say which wrote.
         writes = iter([bool(call.changes) for call in self.calls if call.ok])
         last_call: Event | None = None
-        heard: list[str] = []  # what any agent was told so far (the task context is not in the events)
+        heard = ""  # the digit runs any agent was told so far (the task context is not in the events)
         for event in self.events:
             if event.kind in ("user", "delegate") and event.content:
-                heard.append(event.content)
+                heard += " " + digit_runs([event.content])
             elif event.kind == "tool_result" and event.ok:
-                heard.append(json.dumps(event.result, default=str))
+                heard += " " + digit_runs([json.dumps(event.result, default=str)])
             if event.kind == "tool_call":
                 last_call = event
                 if memory.is_repeat(event.agent, event.tool or "", event.arguments):
                     counts["repeat_call"] += 1
-                if ungrounded(event.arguments or {}, digit_runs(heard)):
+                if ungrounded(event.arguments or {}, heard):
                     counts["ungrounded_argument"] += 1
             elif event.kind == "tool_result":
                 kind = (event.error or {}).get("type")

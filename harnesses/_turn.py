@@ -295,7 +295,8 @@ async def take_turn(
     if parsed.thought:
         emit(Note("thought", parsed.thought, response=response))
     memory.looked.add(name)
-    memory.heard[name] = _heard(agent, turns)
+    if guards.grounded_args:
+        memory.heard[name] = _heard(agent, turns)
     turns.append(AssistantTurn(text=parsed.thought, calls=parsed.calls))
     return Step(response, calls=parsed.calls, thought=parsed.thought)
 
@@ -358,12 +359,9 @@ def _refusal(agent: Agent, memory: Memory, spec: ToolSpec, call: Call) -> ToolRe
             "precondition_refused",
             f"{call.name} runs only after {' or '.join(spec.requires)} has succeeded. Call {them} first.",
         )
-    unheard = (
-        ungrounded(call.arguments, memory.heard.get(agent.name, agent.told))
-        if agent.guards.grounded_args
-        else []
-    )
-    if unheard:
+    if agent.guards.grounded_args and (
+        unheard := ungrounded(call.arguments, memory.heard.get(agent.name, agent.told))
+    ):
         # The value is not repeated: an error the agent reads would otherwise ground it for the next call.
         them = "it" if len(unheard) == 1 else "them"
         return tool_failure(
