@@ -124,6 +124,17 @@ class Evaluations:
         self.train_seconds += time.monotonic() - began
         return result
 
+    async def rest_of_train(self, harness: Harness) -> BatchResult | None:
+        """The harness on the train tasks outside the sample, one seed each (None when the sample is all of
+        train): more examples of what it gets right, for a repair to take demos from."""
+        rest = [task.id for task in self.suite.select(split="train") if task.id not in self.train_tasks]
+        if not rest:
+            return None
+        began = time.monotonic()
+        result = await self.evaluate(harness, "examples", tasks=rest, k=1)
+        self.train_seconds += time.monotonic() - began
+        return result
+
     def seconds(self, sample: BatchResult, episodes: int) -> float:
         """About how long `episodes` episodes like `sample`'s take in a batch: from their recorded durations,
         so an evaluation reused from the store, which took no time now, still says what one costs."""

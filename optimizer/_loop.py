@@ -155,6 +155,7 @@ class Optimization:
         self._batch_left = 0
         self._best_gain: float | None = None
         self._phases: dict[str, float] = {}
+        self._examples: list[Any] | None = None  # see _more_examples
         self.evaluations = Evaluations(
             run_id,
             config,
@@ -372,6 +373,19 @@ class Optimization:
             result for result in parent_train.failures() if result.score < before.get(result.task_id, 0.0)
         ]
 
+    async def _more_examples(self, parent: Harness) -> list[Any]:
+        """Passing episodes of the train tasks outside the sample, played once a run by the first vetoed
+        winner it repairs, and shown to every repair after as demo sources.
+
+        A winner is vetoed for a kind of request it now gets wrong, and the example that mends it is a
+        passing episode of such a request made its new way: on the 1.5B model made to call first, the
+        acting agent passed 5 of the 47 helpdesk train tasks and none of the 16 in the sample, so
+        `calling_demos` had nothing to swap in. Played once (about one val pass's cost), not per repair."""
+        if self._examples is None:
+            rest = await self.evaluations.rest_of_train(parent)
+            self._examples = [r for r in rest.results if r.passed] if rest else []
+        return self._examples
+
     def _stored_decision(self, iteration: int) -> tuple[Any, str | None]:
         """The gate's decision on proposal `iteration` as stored (None if it never reached the gate), and
         its candidate's hash."""
@@ -404,15 +418,17 @@ class Optimization:
         self._emit("proposal", stage="proposing", iteration=iteration + 1, operator=None, rationale=None)
         parent_train = await self.evaluations.train(parent)
         failures = parent_train.failures()
+        passing = [r for r in parent_train.results if r.passed]
         repairing = parent.hash != incumbent.hash
         if repairing:  # what the parent broke is what to mend first
             failures = await self._regressions(parent_train, incumbent) or failures
+            passing += await self._more_examples(parent)
         context = ProposalContext(
             files=parent.files(),
             harness_hash=parent.hash,
             harness=parent,
             failures=[_failure_report(r, self.suite) for r in failures],
-            passing_episodes=[r for r in parent_train.results if r.passed],
+            passing_episodes=passing,
             train_tasks=[self.suite.task(task) for task in self.evaluations.train_tasks],
             world_tools=list(self.world.tools),
             rng=rng,

@@ -11,7 +11,7 @@ from notes_desk import PROMPT, make_workspace
 
 from atoll.evals import RunStore
 from atoll.harnesses.models import ScriptedModel
-from atoll.optimizer import Operator, OptimizeConfig, Proposal, ProposalContext, optimize
+from atoll.optimizer import Operator, OptimizeConfig, OptimizeResult, Proposal, ProposalContext, optimize
 
 BOLD, MEND = "NOTE EVERY ORDER.", "ORDERS 1002 AND 1020 TOO."
 DROPPED = (1002, 1020)  # a train task's order and a val task's
@@ -40,12 +40,14 @@ class Adds(Operator):
     def __init__(self, name: str, line: str, needs: str = "") -> None:
         self.name, self.line, self.needs = name, line, needs
         self.read: list[str] = []  # the failing train tasks it was shown when it proposed
+        self.examples: list[str] = []  # the train tasks whose passing episodes it was shown
 
     async def propose(self, context: ProposalContext) -> Proposal | None:
         prompt = context.files[PROMPT]
         if self.line in prompt or self.needs not in prompt:
             return None
         self.read = [failure.task_id for failure in context.failures]
+        self.examples = sorted(result.task_id for result in context.passing_episodes)
         files = {**context.files, PROMPT: prompt + self.line + "\n"}
         return Proposal.build(
             operator=self.name,
@@ -56,11 +58,17 @@ class Adds(Operator):
         )
 
 
-def test_a_vetoed_winner_is_repaired_from_and_the_repair_is_kept(tmp_path: Path) -> None:
+def run(tmp_path: Path, train_sample: int | None = 16) -> tuple[OptimizeResult, list[Adds], Path]:
     root = make_workspace(tmp_path / "repo", prompt="You keep notes.\n", val=list(range(9, 41)), tasks=40)
     store = RunStore(tmp_path / "runs.sqlite")
     config = OptimizeConfig(
-        harness=root / "h", suite=root / "s", max_proposals=2, max_minutes=None, score_test=False, val_looks=1
+        harness=root / "h",
+        suite=root / "s",
+        max_proposals=2,
+        max_minutes=None,
+        score_test=False,
+        val_looks=1,
+        train_sample=train_sample,
     )
     proposers = [Adds("bold", BOLD), Adds("mend", MEND, needs=BOLD)]
     try:
@@ -69,6 +77,11 @@ def test_a_vetoed_winner_is_repaired_from_and_the_repair_is_kept(tmp_path: Path)
         )
     finally:
         store.close()
+    return result, proposers, root
+
+
+def test_a_vetoed_winner_is_repaired_from_and_the_repair_is_kept(tmp_path: Path) -> None:
+    result, proposers, root = run(tmp_path)
 
     first, second = result.steps
     assert (first.operator, first.verdict) == ("bold", "reject")
@@ -77,3 +90,20 @@ def test_a_vetoed_winner_is_repaired_from_and_the_repair_is_kept(tmp_path: Path)
     prompt = (root / "h" / PROMPT).read_text()
     assert BOLD in prompt and MEND in prompt
     assert proposers[1].read == ["note-2"]  # the repair read the train task its parent broke, nothing else
+
+
+def test_a_repair_also_learns_from_the_train_tasks_outside_the_sample(tmp_path: Path) -> None:
+    """The search reads a sample of train; the first vetoed winner is played once on the rest of train,
+    and what it passes there is shown to its repairs as demo sources (the parent's own sample first)."""
+    result, (bold, mend), _ = run(tmp_path, train_sample=4)
+
+    assert [step.verdict for step in result.steps] == ["reject", "accept"]
+    train = [f"note-{i}" for i in range(1, 9)]
+    sample = set(bold.read) | set(
+        bold.examples
+    )  # the shipped prompt's train sample, as the first proposer saw it
+    assert len(sample) == 4
+    # Told to note every order, the parent passes every train task but note-2 and note-7.
+    passed_by_bold = {task for task in train if task not in ("note-2", "note-7")}
+    assert set(mend.examples) == passed_by_bold
+    assert set(mend.examples) - sample  # some come from outside the sample
