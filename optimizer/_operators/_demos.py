@@ -237,7 +237,7 @@ class GrowPool(Operator):
 
 class CallingDemos(Operator):
     """Swap the demos that answer without a call, of an agent made to call first (tool_choice: first),
-    for passing train episodes of requests like theirs that looked something up before answering.
+    for passing train episodes like theirs (request and answer) that looked something up before answering.
 
     Such a demo shows what the agent may no longer do. Made to call, the 1.5B model shown a refusal
     given straight away called the lookup its request named and then read out what it found (a gift
@@ -262,12 +262,10 @@ class CallingDemos(Operator):
         }
         swaps: dict[str, str] = {}
         for name in silent:
-            request = _request(harness.demos[name])
+            said = _said(harness.demos[name])
             free = [found for found in calling if found not in swaps.values()]
             if free:
-                swaps[name] = max(
-                    free, key=lambda found: (_likeness(request, _request(calling[found])), found)
-                )
+                swaps[name] = max(free, key=lambda found: (_likeness(said, _said(calling[found])), found))
         if not swaps:
             return None
         edit = Edit(context)
@@ -279,7 +277,7 @@ class CallingDemos(Operator):
         proposal = edit.proposal(
             self.name,
             f"Agent {agent!r} must call a tool first but its demo(s) {', '.join(swaps)} answer without one: "
-            f"swap them for passing train episodes of requests like theirs that call first ({shown}).",
+            f"swap them for passing train episodes like theirs that call first ({shown}).",
         )
         if proposal is not None:
             requests = [_request(harness.demos[name]) for name in swaps]
@@ -291,12 +289,21 @@ class CallingDemos(Operator):
         return proposal
 
 
+def _steps(demo: Demo | dict[str, Any]) -> list[DemoStep]:
+    """A demo's steps, loaded or as a proposal writes them."""
+    return demo.steps if isinstance(demo, Demo) else [DemoStep.model_validate(step) for step in demo["steps"]]
+
+
 def _request(demo: Demo | dict[str, Any]) -> str:
-    """What the user says in a demo, loaded or as a proposal writes it."""
-    steps = (
-        demo.steps if isinstance(demo, Demo) else [DemoStep.model_validate(step) for step in demo["steps"]]
-    )
-    return " ".join(step.user for step in steps if step.user)
+    """What the user says in a demo."""
+    return " ".join(step.user for step in _steps(demo) if step.user)
+
+
+def _said(demo: Demo | dict[str, Any]) -> str:
+    """What the user and the agent say in a demo: a swap keeps the kind of answer as well as of request
+    (matched on requests alone, a refusal of someone else's order was swapped for an order-status lookup
+    of a request worded like it, which teaches the opposite)."""
+    return " ".join(text for step in _steps(demo) for text in (step.user, step.reply) if text)
 
 
 def _likeness(a: str, b: str) -> float:
