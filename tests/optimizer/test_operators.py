@@ -310,6 +310,17 @@ def test_calling_demos_swaps_a_demo_without_a_call_for_a_passing_episode_that_ca
     assert proposal.targets == ["track-1020", "track-1021"]  # the failing train requests most like it
     assert "note -> auto_note_100" in proposal.rationale
 
+    # A demo is matched by what both sides say: a request worded more like a note request than a parcel
+    # one, answered with a delivery status, is swapped for a passing parcel lookup, not for a note.
+    told = {
+        "title": "A parcel, asked in a note's words",
+        "steps": [{"user": "That I called about ORD-1099?"}, {"reply": "It was delivered."}],
+    }
+    tracking = ["get_order", "add_order_note", "track_shipment"]
+    files = desk_files(tools=tracking, demos={"lookup": LOOKUP, "told": told}, tool_choice="first")
+    harness, desk, _ = loaded(propose(CallingDemos(), context_for(files, suite)), suite)
+    assert desk["demos"][1] in ("auto_track_1020", "auto_track_1021")
+
     # An agent free to answer first, or one whose demos all call, has nothing to swap.
     free = desk_files(demos={"lookup": LOOKUP, "note": note})
     assert propose(CallingDemos(), context_for(free, suite)) is None
