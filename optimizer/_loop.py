@@ -62,7 +62,7 @@ from ._proposal import (
 )
 from ._proposing import NOTHING_NEW, Proposing, configured_proposers
 from ._repair import Repairs
-from ._screen import CostRace, ScreenRecord, race, race_order
+from ._screen import CostRace, Scores, ScreenRecord, race, race_order
 from ._strategy import STRATEGIES, ParentStrategy
 
 OnEvent = Callable[[OptimizerEvent], None]
@@ -471,7 +471,8 @@ class Optimization:
             # A repair aims at the tasks its parent broke, where it is behind the incumbent until mended
             # whole: raced on them first, it would fall behind in round one. It is raced as any candidate.
             targets = [] if repairing else proposal.targets
-            screen = await self._screen(candidate, incumbent, iteration, targets)
+            repaired = parent_train.scores() if repairing else None
+            screen = await self._screen(candidate, incumbent, iteration, targets, repaired)
             self.optimizations.save_step(self.id, iteration, screen=screen)
             if not screen.passed:
                 self.optimizations.save_step(self.id, iteration, verdict="screened_out")
@@ -632,11 +633,17 @@ class Optimization:
         return verdict, None, None
 
     async def _screen(
-        self, candidate: Harness, incumbent: Harness, iteration: int, targets: list[str]
+        self,
+        candidate: Harness,
+        incumbent: Harness,
+        iteration: int,
+        targets: list[str],
+        parent: Scores | None = None,
     ) -> ScreenRecord:
         """Race the candidate against the incumbent's train episodes (see _screen.py). Only the
         candidate runs, one batch of new train tasks per round, each batch an evaluation of its own
-        key, so a resumed run finds the rounds it already ran and reaches the same decision."""
+        key, so a resumed run finds the rounds it already ran and reaches the same decision. `parent`:
+        a repair's parent's train scores."""
         incumbent_train = await self.evaluations.train(incumbent)
         failing = [r.task_id for r in incumbent_train.failures()]
         passing = [r.task_id for r in incumbent_train.results if r.passed]
@@ -670,6 +677,7 @@ class Optimization:
             first=self.config.screen_size,
             announce=announce,
             costs=costs,
+            parent=parent,
         )
 
     def _result(

@@ -96,6 +96,13 @@ def _task_mean(scores: Sequence[float | None]) -> float:
     return sum(score or 0.0 for score in scores) / len(scores) if scores else 0.0
 
 
+def _same(seen: Scores, parent: Scores) -> bool:
+    """Whether every task seen scored as `parent` scored it (within the tie tolerance)."""
+    return all(
+        abs(_task_mean(seen[task]) - _task_mean(parent.get(task, []))) <= TIE_TOLERANCE for task in seen
+    )
+
+
 def round_line(number: int, sizes: Sequence[int], first: int) -> str:
     """What round `number` (from 1) of a race with cumulative `sizes` says as it starts: which round of how
     many, the tasks it adds and how far into the train tasks that goes. When there are fewer train tasks
@@ -119,6 +126,7 @@ async def race(
     first: int,
     announce: Callable[[str], None] | None = None,
     costs: CostRace | None = None,
+    parent: Scores | None = None,
 ) -> ScreenRecord:
     """Race the candidate against the incumbent's stored train scores over `order`.
 
@@ -129,6 +137,12 @@ async def race(
     goes too: on 16 tasks a real gain often ties, and only the gate decides
     (benchmarks/acceptance.py measures what that costs and buys). `announce` is given each round's
     `round_line` before it runs.
+
+    A repair (`parent`: the train scores of the vetoed winner it starts from) is not stopped for changing
+    no outcome against the incumbent: its parent won on val, and its edit may touch one kind of request
+    only (a demo swapped for a refusal's changed none of three refund tasks in round one, and was dropped
+    before the race reached a refusal). Only having played every task exactly as its parent did stops it
+    so: it is its parent again, which the rule has refused.
 
     With `costs` (a run lowering cost, latency or tokens) the race asks instead: is quality within
     the tolerance of the incumbent's, and is the objective lower on the tasks seen? Unchanged
@@ -177,10 +191,13 @@ async def race(
         if after < before - TIE_TOLERANCE:
             stopped, reason = "fell_behind", f"fell behind in round {number}: {figures}"
             break
-        if not wins and not losses:
+        if not wins and not losses and parent is None:
             stopped, reason = "no_change", f"changed no outcome in round {number}: {figures}"
             break
-        if size == len(tasks):
+        if size == len(tasks) and parent is not None and _same(seen, parent):
+            stopped = "no_change"
+            reason = f"played all {len(seen)} train tasks as its parent did: {figures}"
+        elif size == len(tasks):
             ahead = after > before + TIE_TOLERANCE
             stopped = "ahead" if ahead else "tied"
             reason = f"{'ahead' if ahead else 'tied, with outcomes changed,'} after round {number}: {figures}"

@@ -96,3 +96,26 @@ async def test_a_candidate_that_changed_outcomes_but_ties_on_the_whole_sample_go
 
     assert record.passed and record.stopped == "tied"
     assert len(record.rounds) == 4 and record.candidate_mean == record.incumbent_mean
+
+
+async def test_a_repair_that_ties_the_incumbent_early_races_on_and_goes_to_the_gate_if_it_moved_its_parent():
+    # The parent (a vetoed winner) fixed t0 and t1 and broke t9; its repair swaps a demo for one kind of
+    # request (t14: the incumbent passed it, the parent broke it) and changes nothing on the first round.
+    parent = {**INCUMBENT, "t0": [1.0], "t1": [1.0], "t9": [0.0], "t14": [0.0]}
+    order = ["t3", "t4", "t5", *[t for t in ORDER if t not in ("t3", "t4", "t5")]]
+    repair = Candidate(t0=1.0, t1=1.0, t9=0.0, t14=1.0)
+
+    record = await race(order, INCUMBENT, repair, first=3, parent=parent)
+
+    assert record.rounds[0].wins == record.rounds[0].losses == 0  # a plain candidate stops here
+    assert record.passed and record.stopped == "ahead" and len(record.rounds) == 4
+
+
+async def test_a_repair_that_plays_the_whole_sample_as_its_parent_did_is_dropped():
+    parent = {**INCUMBENT, "t0": [1.0], "t1": [1.0], "t9": [0.0]}
+    repair = Candidate(t0=1.0, t1=1.0, t9=0.0)
+
+    record = await race(ORDER, INCUMBENT, repair, first=3, parent=parent)
+
+    assert not record.passed and record.stopped == "no_change" and len(record.rounds) == 4
+    assert "as its parent did" in record.reason
