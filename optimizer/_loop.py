@@ -380,7 +380,9 @@ class Optimization:
         A winner is vetoed for a kind of request it now gets wrong, and the example that mends it is a
         passing episode of such a request made its new way: on the 1.5B model made to call first, the
         acting agent passed 5 of the 47 helpdesk train tasks and none of the 16 in the sample, so
-        `calling_demos` had nothing to swap in. Played once (about one val pass's cost), not per repair."""
+        `calling_demos` had nothing to swap in. Played once (31 tasks, about 7 minutes there), not per
+        repair; stored by the parent's hash, so a run resumed while repairing that parent reuses it (one
+        resumed on a later link of the chain plays that link)."""
         if self._examples is None:
             rest = await self.evaluations.rest_of_train(parent)
             self._examples = [r for r in rest.results if r.passed] if rest else []
@@ -469,7 +471,8 @@ class Optimization:
         self.optimizations.save_step(self.id, iteration, **step)
         try:  # a template can pass the load check and still fail on a real task's context
             # A repair aims at the tasks its parent broke, where it is behind the incumbent until mended
-            # whole: raced on them first, it would fall behind in round one. It is raced as any candidate.
+            # whole: raced on them first, it would fall behind in round one. It is raced in the usual order,
+            # and an early tie does not stop it; playing the whole sample as its parent did does (see race).
             targets = [] if repairing else proposal.targets
             repaired = parent_train.scores() if repairing else None
             screen = await self._screen(candidate, incumbent, iteration, targets, repaired)
