@@ -380,9 +380,9 @@ class Optimization:
         A winner is vetoed for a kind of request it now gets wrong, and the example that mends it is a
         passing episode of such a request made its new way: on the 1.5B model made to call first, the
         acting agent passed 5 of the 47 helpdesk train tasks and none of the 16 in the sample, so
-        `calling_demos` had nothing to swap in. Played once (31 tasks there, about 7 minutes at 14 s an episode), not per
-        repair; stored by the parent's hash, so a run resumed while repairing that parent reuses it (one
-        resumed on a later link of the chain plays that link)."""
+        `calling_demos` had nothing to swap in. Played once (31 tasks there, about 7 minutes at 14 s an
+        episode), not per repair; stored by the parent's hash, so a run resumed while repairing that parent
+        reuses it (one resumed on a later link of the chain plays that link)."""
         if self._examples is None:
             rest = await self.evaluations.rest_of_train(parent)
             self._examples = [r for r in rest.results if r.passed] if rest else []
