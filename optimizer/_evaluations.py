@@ -119,19 +119,18 @@ class Evaluations:
 
     async def train(self, harness: Harness) -> BatchResult:
         """The harness on the train sample, one seed each: where proposers find failures to fix."""
-        began = time.monotonic()
-        result = await self.evaluate(harness, "train", tasks=self.train_tasks, k=1)
-        self.train_seconds += time.monotonic() - began
-        return result
+        return await self._on_train(harness, "train", self.train_tasks)
 
     async def rest_of_train(self, harness: Harness) -> BatchResult | None:
         """The harness on the train tasks outside the sample, one seed each (None when the sample is all of
         train): more examples of what it gets right, for a repair to take demos from."""
         rest = [task.id for task in self.suite.select(split="train") if task.id not in self.train_tasks]
-        if not rest:
-            return None
+        return await self._on_train(harness, "examples", rest) if rest else None
+
+    async def _on_train(self, harness: Harness, role: str, tasks: list[str]) -> BatchResult:
+        """`harness` on train `tasks`, one seed each, its time counted in `train_seconds`."""
         began = time.monotonic()
-        result = await self.evaluate(harness, "examples", tasks=rest, k=1)
+        result = await self.evaluate(harness, role, tasks=tasks, k=1)
         self.train_seconds += time.monotonic() - began
         return result
 

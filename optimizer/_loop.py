@@ -320,9 +320,8 @@ class Optimization:
             began, trained = time.monotonic(), self.evaluations.train_seconds
             # A repair's first try asks the LLM-free operators first (aimed at what the winner broke); its
             # second the proposers in their usual turn, so the model-driven one is still asked.
-            first_repair = repairing is not None and repairs.left == repairs.tries - 1
             verdict, candidate, candidate_val = await self._iteration(
-                iteration, rng, parent, incumbent, incumbent_val, operators_first=first_repair
+                iteration, rng, parent, incumbent, incumbent_val, operators_first=repairs.first_try
             )
             if repairs.after(verdict, *self._stored_decision(iteration)):
                 self._emit(
@@ -378,11 +377,11 @@ class Optimization:
         winner it repairs, and shown to every repair after as demo sources.
 
         A winner is vetoed for a kind of request it now gets wrong, and the example that mends it is a
-        passing episode of such a request made its new way: on the 1.5B model made to call first, the
-        acting agent passed 5 of the 47 helpdesk train tasks and none of the 16 in the sample, so
-        `calling_demos` had nothing to swap in. Played once (31 tasks there, about 7 minutes at 14 s an
-        episode), not per repair; stored by the parent's hash, so a run resumed while repairing that parent
-        reuses it (one resumed on a later link of the chain plays that link)."""
+        passing episode of such a request made its new way: on the 1.5B model made to call first, an
+        agent passed 5 of its suite's 47 train tasks and none of the 16 in the sample, so `calling_demos`
+        had nothing to swap in. Played once (there 31 tasks, about 7 minutes), not per repair; stored by
+        the parent's hash, so a run resumed while repairing that parent reuses it (one resumed on a later
+        link of the chain plays that link)."""
         if self._examples is None:
             rest = await self.evaluations.rest_of_train(parent)
             self._examples = [r for r in rest.results if r.passed] if rest else []

@@ -7,8 +7,8 @@ again. Starting the next proposals from it lets a proposer read its failing trai
 disclosures among them) and add what stops them. A repair's first try asks the LLM-free operators first,
 each aimed at the train tasks the winner broke (on this model the two reflective repairs tried wrote tool
 notes that mended nothing), its second the proposers in their usual turn; `calling_demos`, for one,
-swaps the demos that answer without a call for passing episodes that call first. The repaired candidate is still judged against the incumbent on every
-val task, veto included: nothing gets around the rule.
+swaps the demos that answer without a call for passing episodes that call first. The repaired candidate
+is still judged against the incumbent on every val task, veto included: nothing gets around the rule.
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ class Repairs:
         self.tries = tries
         self.parent_hash: str | None = None
         self.left = 0
+        self.first_try = False  # whether the proposal `take` last answered for is a repair's first try
 
     def take(self) -> str | None:
         """The hash of the vetoed winner the next proposal starts from, or None: start as usual."""
+        self.first_try = bool(self.left) and self.left == self.tries
         if not self.left:
             return None
         self.left -= 1
