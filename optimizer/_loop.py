@@ -318,10 +318,10 @@ class Optimization:
                 else self.strategy.choose((incumbent, incumbent_val), pool, rng)
             )
             began, trained = time.monotonic(), self.evaluations.train_seconds
-            # A repair's first try asks the LLM-free operators first (aimed at what the winner broke); its
-            # second the proposers in their usual turn, so the model-driven one is still asked.
+            # A repair's tries but the last ask the LLM-free operators first (aimed at what the winner broke);
+            # its last the proposers in their usual turn, so the model-driven one is still asked.
             verdict, candidate, candidate_val = await self._iteration(
-                iteration, rng, parent, incumbent, incumbent_val, operators_first=repairs.first_try
+                iteration, rng, parent, incumbent, incumbent_val, operators_first=repairs.operators_first
             )
             if repairs.after(verdict, *self._stored_decision(iteration)):
                 self._emit(
@@ -437,6 +437,7 @@ class Optimization:
             objective=self.config.objective,
             models=self.config.models or [],
             agent_model=self.model.name,
+            tried=frozenset(self.proposing.tried(iteration)),
         )
         proposal, repeats = await self.proposing.next(
             iteration, context, incumbent, operators_first=operators_first

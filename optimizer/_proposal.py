@@ -100,6 +100,10 @@ class ProposalContext(BaseModel):
         default_factory=list, description="Models the run may give each agent; empty: keep the harness's."
     )
     agent_model: str = Field("", description="The model the agents run on: which protocol they speak.")
+    tried: frozenset[str] = Field(
+        frozenset(),
+        description="Hashes of the candidates this run has tried: an operator with options offers another.",
+    )
 
     @field_validator("train_tasks")
     @classmethod

@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from atoll.harnesses import Harness, content_hash
 from atoll.harnesses.models import Model, ModelError, ModelUsage, ResponseCache, check_model, get_model
@@ -147,11 +148,16 @@ class Proposing:
             return "no change from the incumbent"
         if candidate_hash == self.start.hash:
             return "the start harness again"
-        for row in self.optimizations.proposal_rows(self.run_id):
-            tried = row["verdict"] not in (None, *NOTHING_NEW)
-            if row["candidate_hash"] == candidate_hash and row["iteration"] < iteration and tried:
-                return f"the same files as proposal {row['iteration'] + 1} ({row['verdict']})"
-        return None
+        row = self.tried(iteration).get(candidate_hash)
+        return f"the same files as proposal {row['iteration'] + 1} ({row['verdict']})" if row else None
+
+    def tried(self, iteration: int) -> dict[str, dict[str, Any]]:
+        """The candidates this run tried before `iteration` (a slot with nothing new tried none), by hash."""
+        return {
+            row["candidate_hash"]: row
+            for row in reversed(self.optimizations.proposal_rows(self.run_id))
+            if row["iteration"] < iteration and row["verdict"] not in (None, *NOTHING_NEW)
+        }
 
     def order(self, iteration: int, *, operators_first: bool = False) -> list[Proposer]:
         """The proposers to try in turn: Thompson sampling on this run's verdicts before `iteration` over

@@ -20,6 +20,9 @@ from pydantic import BaseModel, Field
 from atoll.worlds.base.stats import TIE_TOLERANCE
 
 Scores = Mapping[str, Sequence[float | None]]
+# A repair goes to the gate only if it kept at least this share of its parent's train gain over the incumbent:
+# the parent's gain is what it is meant to keep while it mends what the parent broke.
+KEPT_GAIN = 0.5
 Evaluate = Callable[[list[str]], Awaitable[Scores]]
 
 
@@ -103,6 +106,14 @@ def _same(seen: Scores, parent: Scores) -> bool:
     )
 
 
+def _lost_gain(seen: Scores, incumbent: Scores, parent: Scores) -> bool:
+    """Whether a repair kept less than KEPT_GAIN of its parent's gain over the incumbent on the tasks seen."""
+    before = sum(_task_mean(incumbent[task]) for task in seen)
+    gained = sum(_task_mean(parent.get(task, [])) for task in seen) - before
+    kept = sum(_task_mean(scores) for scores in seen.values()) - before
+    return gained > TIE_TOLERANCE and kept < KEPT_GAIN * gained
+
+
 def round_line(number: int, sizes: Sequence[int], first: int) -> str:
     """What round `number` (from 1) of a race with cumulative `sizes` says as it starts: which round of how
     many, the tasks it adds and how far into the train tasks that goes. When there are fewer train tasks
@@ -142,7 +153,10 @@ async def race(
     no outcome against the incumbent: its parent won on val, and its edit may touch one kind of request
     only (a demo swapped for a refusal's changed none of three refund tasks in round one, and was dropped
     before the race reached a refusal). Only having played every task exactly as its parent did stops it
-    so: it is its parent again, which the rule has refused.
+    so: it is its parent again, which the rule has refused. Nor does one that kept less than half of its
+    parent's gain over the incumbent go on: a demo copied onto every kind of request gave back five of its
+    parent's seven train wins (0.466 -> 0.542 for the parent, 0.489 for it) and then, on val, nearly all
+    of its parent's gain, a 12-minute val pass spent to learn it.
 
     With `costs` (a run lowering cost, latency or tokens) the race asks instead: is quality within
     the tolerance of the incumbent's, and is the objective lower on the tasks seen? Unchanged
@@ -197,6 +211,13 @@ async def race(
         if size == len(tasks) and parent is not None and _same(seen, parent):
             stopped = "no_change"
             reason = f"played all {len(seen)} train tasks as its parent did: {figures}"
+        elif size == len(tasks) and parent is not None and _lost_gain(seen, incumbent, parent):
+            stopped = "fell_behind"
+            parent_mean = sum(_task_mean(parent.get(task, [])) for task in seen) / len(seen)
+            reason = (
+                f"kept less than {KEPT_GAIN:.0%} of its parent's gain ({before:.3f} -> {parent_mean:.3f}) "
+                f"after round {number}: {figures}"
+            )
         elif size == len(tasks):
             ahead = after > before + TIE_TOLERANCE
             stopped = "ahead" if ahead else "tied"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from atoll.harnesses import Demo, DemoStep
+from atoll.harnesses import Demo, DemoStep, content_hash
 
 from .._proposal import Proposal, ProposalContext
 from ._common import (
@@ -27,6 +27,7 @@ from ._common import (
 )
 
 Kind = tuple[str, frozenset[str]]
+SWAP_OPTIONS = 3  # calling_demos offers the three likest episodes per demo, one proposal at a time
 
 
 class AddDemo(Operator):
@@ -260,16 +261,30 @@ class CallingDemos(Operator):
             and (demo := episode_demo(context, result)) is not None
             and _calls_before_replying(demo)
         }
-        swaps: dict[str, str] = {}
-        for name in silent:
-            said = _said(harness.demos[name])
-            free = [found for found in calling if found not in swaps.values()]
-            if free:
-                swaps[name] = max(free, key=lambda found: (_likeness(said, _said(calling[found])), found))
-        if not swaps:
-            return None
+        ranked = {
+            name: sorted(
+                calling,
+                key=lambda found: (-_likeness(_said(harness.demos[name]), _said(calling[found])), found),
+            )
+            for name in silent
+        }
+        # The likest episode first; the next when this run has tried that swap (its screen or the gate said
+        # no): which refusal a small model copies only where it fits is learned by trying, not by likeness.
+        for option in range(SWAP_OPTIONS):
+            swaps = _swaps(ranked, option)
+            if not swaps:
+                return None
+            proposal = self._swap(context, agent, swaps, calling)
+            if proposal is not None and content_hash(proposal.files) not in context.tried:
+                return proposal
+        return None
+
+    def _swap(
+        self, context: ProposalContext, agent: str, swaps: dict[str, str], calling: dict[str, dict[str, Any]]
+    ) -> Proposal | None:
+        harness = context.harness
         edit = Edit(context)
-        edit.set_list(agent, "demos", [swaps.get(name, name) for name in config.demos])
+        edit.set_list(agent, "demos", [swaps.get(name, name) for name in harness.agent(agent).demos])
         for old, new in swaps.items():
             edit.add_demo(new, calling[new])
             edit.drop_unlisted_demo(old)
@@ -287,6 +302,16 @@ class CallingDemos(Operator):
             )
             proposal.targets = [f.task_id for f in ranked[:3]]
         return proposal
+
+
+def _swaps(ranked: dict[str, list[str]], option: int) -> dict[str, str]:
+    """Each silent demo's `option`-th likest episode not taken by a demo before it (none past its last)."""
+    swaps: dict[str, str] = {}
+    for name, choices in ranked.items():
+        free = [found for found in choices if found not in swaps.values()]
+        if option < len(free):
+            swaps[name] = free[option]
+    return swaps
 
 
 def _steps(demo: Demo | dict[str, Any]) -> list[DemoStep]:

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from atoll.evals import RunStore, Suite, evaluate_batch, load_suite
-from atoll.harnesses import Harness, load_harness
+from atoll.harnesses import Harness, content_hash, load_harness
 from atoll.harnesses.models import ScriptedModel
 from atoll.optimizer import (
     AddDemo,
@@ -320,6 +320,27 @@ def test_calling_demos_swaps_a_demo_without_a_call_for_a_passing_episode_that_ca
     files = desk_files(tools=tracking, demos={"lookup": LOOKUP, "told": told}, tool_choice="first")
     harness, desk, _ = loaded(propose(CallingDemos(), context_for(files, suite)), suite)
     assert desk["demos"][1] in ("auto_track_1020", "auto_track_1021")
+
+    # Once this run has tried a swap, the next likest episode is offered, and none after the last.
+    files = desk_files(demos={"lookup": LOOKUP, "note": note}, tool_choice="first")
+    context = context_for(files, suite)
+
+    def after(*tried: Proposal) -> Proposal | None:
+        hashes = frozenset(content_hash(p.files) for p in tried)
+        return propose(CallingDemos(), context.model_copy(update={"tried": hashes}))
+
+    first = after()
+    second = after(first)
+    _, first_desk, _ = loaded(first, suite)
+    _, desk, _ = loaded(second, suite)
+    assert desk["demos"][1].startswith("auto_") and desk["demos"][1] != first_desk["demos"][1]
+    offered = {content_hash(first.files), content_hash(second.files)}
+    while (
+        more := propose(CallingDemos(), context.model_copy(update={"tried": frozenset(offered)}))
+    ) is not None:
+        assert content_hash(more.files) not in offered
+        offered.add(content_hash(more.files))
+    assert 2 <= len(offered) <= 3  # SWAP_OPTIONS
 
     # An agent free to answer first, or one whose demos all call, has nothing to swap.
     free = desk_files(demos={"lookup": LOOKUP, "note": note})

@@ -119,3 +119,25 @@ async def test_a_repair_that_plays_the_whole_sample_as_its_parent_did_is_dropped
 
     assert not record.passed and record.stopped == "no_change" and len(record.rounds) == 4
     assert "as its parent did" in record.reason
+
+
+async def test_a_repair_that_gave_back_most_of_its_parents_gain_is_dropped_before_the_gate():
+    # The parent fixed t0..t3 and broke t9; the repair mends t9 but is copied where it does not fit: of
+    # the parent's four wins it keeps one. Against the incumbent alone it is ahead.
+    parent = {**INCUMBENT, "t0": [1.0], "t1": [1.0], "t2": [1.0], "t3": [1.0], "t9": [0.0]}
+    repair = Candidate(t0=1.0)
+
+    record = await race(ORDER, INCUMBENT, repair, first=3, parent=parent)
+
+    assert record.candidate_mean > record.incumbent_mean
+    assert not record.passed and record.stopped == "fell_behind" and len(record.rounds) == 4
+    assert "kept less than 50% of its parent's gain" in record.reason
+
+
+async def test_a_repair_that_kept_most_of_its_parents_gain_goes_to_the_gate():
+    parent = {**INCUMBENT, "t0": [1.0], "t1": [1.0], "t2": [1.0], "t3": [1.0], "t9": [0.0]}
+    repair = Candidate(t0=1.0, t1=1.0, t2=1.0)  # one win given back, the break mended
+
+    record = await race(ORDER, INCUMBENT, repair, first=3, parent=parent)
+
+    assert record.passed and record.stopped == "ahead"
