@@ -30,7 +30,7 @@ from atoll.evals.metrics import EpisodeOutcome
 from atoll.harnesses import Harness, HarnessError, content_hash, load_harness
 from atoll.harnesses.models import Model, ModelUsage, ResponseCache, check_model, get_model, resolve_model
 from atoll.worlds.base import new_run_id
-from atoll.worlds.base.stats import Decision, PairedScores, decide, futility, passes
+from atoll.worlds.base.stats import TIE_TOLERANCE, Decision, PairedScores, decide, futility, passes
 
 from . import git
 from ._commits import Commits
@@ -62,7 +62,7 @@ from ._proposal import (
 )
 from ._proposing import NOTHING_NEW, Proposing, configured_proposers
 from ._repair import Repairs
-from ._screen import CostRace, Scores, ScreenRecord, race, race_order
+from ._screen import CostRace, Repair, ScreenRecord, race, race_order
 from ._strategy import STRATEGIES, ParentStrategy
 
 OnEvent = Callable[[OptimizerEvent], None]
@@ -155,7 +155,6 @@ class Optimization:
         self._batch_left = 0
         self._best_gain: float | None = None
         self._phases: dict[str, float] = {}
-        self._examples: list[Any] | None = None  # see _more_examples
         self.evaluations = Evaluations(
             run_id,
             config,
@@ -361,31 +360,55 @@ class Optimization:
         now = (time.monotonic() - self.started) / 60
         self._phases[phase] = round(now - sum(self._phases.values()), 2)
 
-    async def _regressions(self, parent_train: BatchResult, incumbent: Harness) -> list[Any]:
-        """The parent's failing train episodes on tasks where it scored below the incumbent: the train
-        tasks a vetoed winner broke, which a repair proposal should read (val stays unseen)."""
-        before = {
-            task: _task_mean(scores)
-            for task, scores in (await self.evaluations.train(incumbent)).scores().items()
-        }
+    async def _regressions(self, parent: Harness, incumbent: Harness) -> list[Any]:
+        """The parent's failing train episodes on tasks where it scored below the incumbent, in the sample
+        and outside it: the train tasks a vetoed winner broke, which a repair should read (val stays unseen)."""
         return [
-            result for result in parent_train.failures() if result.score < before.get(result.task_id, 0.0)
+            result
+            for theirs, ours in await self._both_on_train(parent, incumbent)
+            for result in theirs.failures()
+            if result.score < _task_mean(ours.scores().get(result.task_id, [0.0]))
         ]
 
-    async def _more_examples(self, parent: Harness) -> list[Any]:
-        """Passing episodes of the train tasks outside the sample, played once a run by the first vetoed
-        winner it repairs, and shown to every repair after as demo sources.
+    async def _broken_elsewhere(self, parent: Harness, incumbent: Harness) -> dict[str, list[float | None]]:
+        """The parent's scores on the train tasks outside the sample where it scored below the incumbent."""
+        pairs = (await self._both_on_train(parent, incumbent))[1:]
+        return {
+            task: scores
+            for theirs, ours in pairs
+            for task, scores in theirs.scores().items()
+            if _task_mean(scores) < _task_mean(ours.scores()[task]) - TIE_TOLERANCE
+        }
 
-        A winner is vetoed for a kind of request it now gets wrong, and the example that mends it is a
-        passing episode of such a request made its new way: on the 1.5B model made to call first, an
-        agent passed 5 of its suite's 47 train tasks and none of the 16 in the sample, so `calling_demos`
-        had nothing to swap in. Played once (there 31 tasks, about 7 minutes), not per repair; stored by
-        the parent's hash, so a run resumed while repairing that parent reuses it (one resumed on a later
-        link of the chain plays that link)."""
-        if self._examples is None:
-            rest = await self.evaluations.rest_of_train(parent)
-            self._examples = [r for r in rest.results if r.passed] if rest else []
-        return self._examples
+    async def _repair(self, candidate: Harness, parent: Harness, incumbent: Harness) -> Repair:
+        """What a repair candidate is raced with: its parent's sample scores, and the candidate played on the
+        train tasks outside the sample that its parent broke, with how many of them it mended."""
+        broken = await self._broken_elsewhere(parent, incumbent)
+        mended = 0
+        if broken:
+            batch = await self.evaluations.evaluate(candidate, "mend", tasks=sorted(broken), k=1)
+            mended = sum(
+                _task_mean(scores) > _task_mean(broken[task]) + TIE_TOLERANCE
+                for task, scores in batch.scores().items()
+            )
+        parent_train = await self.evaluations.train(parent)
+        return Repair(parent_train.scores(), broken=len(broken), mended=mended)
+
+    async def _both_on_train(
+        self, parent: Harness, incumbent: Harness
+    ) -> list[tuple[BatchResult, BatchResult]]:
+        """The parent's and the incumbent's batches on the train sample, then on the rest of train.
+
+        A winner is vetoed for tasks it broke on val, which the search never sees; the train tasks it broke
+        are what a repair can be told of and raced on. On the 1.5B model made to call first, the sample of
+        16 held one, and the swap that mended the two vetoed refusals played all 16 as its parent did. The
+        rest of train is played once per harness (31 tasks: about 2 minutes for an agent that answers
+        straight away, 7 for one that acts); its passing episodes are also a repair's demo sources."""
+        pairs = [(await self.evaluations.train(parent), await self.evaluations.train(incumbent))]
+        rest = await self.evaluations.rest_of_train(parent)
+        if rest is not None:
+            pairs.append((rest, await self.evaluations.rest_of_train(incumbent)))
+        return pairs
 
     def _stored_decision(self, iteration: int) -> tuple[Any, str | None]:
         """The gate's decision on proposal `iteration` as stored (None if it never reached the gate), and
@@ -421,9 +444,10 @@ class Optimization:
         failures = parent_train.failures()
         passing = [r for r in parent_train.results if r.passed]
         repairing = parent.hash != incumbent.hash
-        if repairing:  # what the parent broke is what to mend first
-            failures = await self._regressions(parent_train, incumbent) or failures
-            passing += await self._more_examples(parent)
+        if repairing:  # what the parent broke is what to mend first; what it passes anywhere, a demo source
+            failures = await self._regressions(parent, incumbent) or failures
+            rest = await self.evaluations.rest_of_train(parent)
+            passing += [r for r in rest.results if r.passed] if rest else []
         context = ProposalContext(
             files=parent.files(),
             harness_hash=parent.hash,
@@ -472,10 +496,11 @@ class Optimization:
         try:  # a template can pass the load check and still fail on a real task's context
             # A repair aims at the tasks its parent broke, where it is behind the incumbent until mended
             # whole: raced on them first, it would fall behind in round one. It is raced in the usual order,
-            # and an early tie does not stop it; playing the whole sample as its parent did does (see race).
+            # and an early tie does not stop it; playing the whole sample as its parent did, and mending
+            # none of the tasks its parent broke outside it, does (see race).
             targets = [] if repairing else proposal.targets
-            repaired = parent_train.scores() if repairing else None
-            screen = await self._screen(candidate, incumbent, iteration, targets, repaired)
+            repair = await self._repair(candidate, parent, incumbent) if repairing else None
+            screen = await self._screen(candidate, incumbent, iteration, targets, repair)
             self.optimizations.save_step(self.id, iteration, screen=screen)
             if not screen.passed:
                 self.optimizations.save_step(self.id, iteration, verdict="screened_out")
@@ -641,12 +666,12 @@ class Optimization:
         incumbent: Harness,
         iteration: int,
         targets: list[str],
-        parent: Scores | None = None,
+        repair: Repair | None = None,
     ) -> ScreenRecord:
         """Race the candidate against the incumbent's train episodes (see _screen.py). Only the
         candidate runs, one batch of new train tasks per round, each batch an evaluation of its own
-        key, so a resumed run finds the rounds it already ran and reaches the same decision. `parent`:
-        a repair's parent's train scores."""
+        key, so a resumed run finds the rounds it already ran and reaches the same decision. `repair`:
+        what a repair is raced with."""
         incumbent_train = await self.evaluations.train(incumbent)
         failing = [r.task_id for r in incumbent_train.failures()]
         passing = [r.task_id for r in incumbent_train.results if r.passed]
@@ -680,7 +705,7 @@ class Optimization:
             first=self.config.screen_size,
             announce=announce,
             costs=costs,
-            parent=parent,
+            repair=repair,
         )
 
     def _result(

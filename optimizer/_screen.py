@@ -57,6 +57,23 @@ class CostRace:
         return before, after
 
 
+@dataclass
+class Repair:
+    """What a repair is raced with: its parent's (a vetoed winner's) train scores on the sample, and of the
+    train tasks outside the sample that its parent broke, how many there are and how many it mended
+    (played before the race)."""
+
+    parent: Scores
+    broken: int = 0
+    mended: int = 0
+
+    def elsewhere(self) -> str:
+        """The mended count in words, for a reason line; empty when the parent broke nothing outside."""
+        return (
+            f"; mended {self.mended} of the {self.broken} it broke outside the sample" if self.broken else ""
+        )
+
+
 class ScreenRecord(BaseModel):
     """What the race saw and why it stopped: stored in the proposal's `screen` column."""
 
@@ -137,7 +154,7 @@ async def race(
     first: int,
     announce: Callable[[str], None] | None = None,
     costs: CostRace | None = None,
-    parent: Scores | None = None,
+    repair: Repair | None = None,
 ) -> ScreenRecord:
     """Race the candidate against the incumbent's stored train scores over `order`.
 
@@ -149,11 +166,12 @@ async def race(
     (benchmarks/acceptance.py measures what that costs and buys). `announce` is given each round's
     `round_line` before it runs.
 
-    A repair (`parent`: the train scores of the vetoed winner it starts from) is not stopped for changing
-    no outcome against the incumbent: its parent won on val, and its edit may touch one kind of request
-    only (a demo swapped for a refusal's changed none of three refund tasks in round one, and was dropped
-    before the race reached a refusal). Only having played every task exactly as its parent did stops it
-    so: it is its parent again, which the rule has refused. Nor does one that kept less than half of its
+    A `repair` (of a vetoed winner) is not stopped for changing no outcome against the incumbent: its
+    parent won on val, and its edit may touch one kind of request only (a demo swapped for a refusal's
+    changed none of three refund tasks in round one, and was dropped before the race reached a refusal).
+    Only having played every task exactly as its parent did, and mended none of the train tasks outside
+    the sample that its parent broke, stops it so: it is its parent again, which the rule has refused.
+    Nor does one that kept less than half of its
     parent's gain over the incumbent go on: a demo copied onto every kind of request gave back five of its
     parent's seven train wins (0.466 -> 0.542 for the parent, 0.489 for it) and then, on val, nearly all
     of its parent's gain, a 12-minute val pass spent to learn it.
@@ -205,23 +223,26 @@ async def race(
         if after < before - TIE_TOLERANCE:
             stopped, reason = "fell_behind", f"fell behind in round {number}: {figures}"
             break
-        if not wins and not losses and parent is None:
+        if not wins and not losses and repair is None:
             stopped, reason = "no_change", f"changed no outcome in round {number}: {figures}"
             break
-        if size == len(tasks) and parent is not None and _same(seen, parent):
+        if size < len(tasks):
+            continue
+        if repair is not None and _same(seen, repair.parent) and not repair.mended:
             stopped = "no_change"
-            reason = f"played all {len(seen)} train tasks as its parent did: {figures}"
-        elif size == len(tasks) and parent is not None and _lost_gain(seen, incumbent, parent):
+            reason = f"played all {len(seen)} train tasks as its parent did{repair.elsewhere()}: {figures}"
+        elif repair is not None and _lost_gain(seen, incumbent, repair.parent):
             stopped = "fell_behind"
-            parent_mean = sum(_task_mean(parent.get(task, [])) for task in seen) / len(seen)
+            parent_mean = sum(_task_mean(repair.parent.get(task, [])) for task in seen) / len(seen)
             reason = (
                 f"kept less than {KEPT_GAIN:.0%} of its parent's gain ({before:.3f} -> {parent_mean:.3f}) "
                 f"after round {number}: {figures}"
             )
-        elif size == len(tasks):
+        else:
             ahead = after > before + TIE_TOLERANCE
             stopped = "ahead" if ahead else "tied"
-            reason = f"{'ahead' if ahead else 'tied, with outcomes changed,'} after round {number}: {figures}"
+            mended = repair.elsewhere() if repair is not None else ""
+            reason = f"{'ahead' if ahead else 'tied, with outcomes changed,'} after round {number}: {figures}{mended}"
     incumbent_seen = {task: list(incumbent[task]) for task in seen}
     return ScreenRecord(
         passed=stopped in ("ahead", "tied", "cheaper"),

@@ -92,17 +92,22 @@ def test_a_vetoed_winner_is_repaired_from_and_the_repair_is_kept(tmp_path: Path)
     assert proposers[1].read == ["note-2"]  # the repair read the train task its parent broke, nothing else
 
 
-def test_a_repair_also_learns_from_the_train_tasks_outside_the_sample(tmp_path: Path) -> None:
-    """The search reads a sample of train; the first vetoed winner is played once on the rest of train,
-    and what it passes there is shown to its repairs as demo sources (the parent's own sample first)."""
+def test_a_repair_also_learns_from_and_is_raced_on_the_train_tasks_outside_the_sample(tmp_path: Path) -> None:
+    """The search reads a sample of train; a vetoed winner is played once on the rest of train. What it
+    broke there is what its repairs read and are raced on, what it passes there their demo sources."""
     result, (bold, mend), _ = run(tmp_path, train_sample=4)
 
-    assert result.steps[0].verdict == "reject" and result.steps[1].operator == "mend"
     train = [f"note-{i}" for i in range(1, 9)]
     sample = set(bold.read) | set(
         bold.examples
     )  # the shipped prompt's train sample, as the first proposer saw it
-    assert len(sample) == 4
+    assert len(sample) == 4 and "note-2" not in sample
+    # The repair played the sample as its parent did; it mended note-2, which its parent broke outside it.
+    assert mend.read == ["note-2"]
+    assert result.steps[0].verdict == "reject" and (result.steps[1].operator, result.steps[1].verdict) == (
+        "mend",
+        "accept",
+    )
     # Told to note every order, the parent passes every train task but note-2 and note-7.
     passed_by_bold = {task for task in train if task not in ("note-2", "note-7")}
     assert set(mend.examples) == passed_by_bold

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from atoll.optimizer._screen import race, race_order, round_sizes
+from atoll.optimizer._screen import Repair, race, race_order, round_sizes
 
 # The incumbent fails t0..t5 and passes t6..t15: a train sample of 16.
 INCUMBENT = {f"t{i}": [0.0 if i < 6 else 1.0] for i in range(16)}
@@ -105,7 +105,7 @@ async def test_a_repair_that_ties_the_incumbent_early_races_on_and_goes_to_the_g
     order = ["t3", "t4", "t5", *[t for t in ORDER if t not in ("t3", "t4", "t5")]]
     repair = Candidate(t0=1.0, t1=1.0, t9=0.0, t14=1.0)
 
-    record = await race(order, INCUMBENT, repair, first=3, parent=parent)
+    record = await race(order, INCUMBENT, repair, first=3, repair=Repair(parent))
 
     assert record.rounds[0].wins == record.rounds[0].losses == 0  # a plain candidate stops here
     assert record.passed and record.stopped == "ahead" and len(record.rounds) == 4
@@ -115,10 +115,19 @@ async def test_a_repair_that_plays_the_whole_sample_as_its_parent_did_is_dropped
     parent = {**INCUMBENT, "t0": [1.0], "t1": [1.0], "t9": [0.0]}
     repair = Candidate(t0=1.0, t1=1.0, t9=0.0)
 
-    record = await race(ORDER, INCUMBENT, repair, first=3, parent=parent)
+    record = await race(ORDER, INCUMBENT, repair, first=3, repair=Repair(parent))
 
     assert not record.passed and record.stopped == "no_change" and len(record.rounds) == 4
     assert "as its parent did" in record.reason
+
+    # Unless it mended a train task outside the sample that its parent broke: its edit reached the
+    # kind of request its parent got wrong, which the sample did not hold.
+    record = await race(
+        ORDER, INCUMBENT, Candidate(t0=1.0, t1=1.0, t9=0.0), first=3, repair=Repair(parent, 2, 1)
+    )
+
+    assert record.passed and record.stopped == "ahead"
+    assert "mended 1 of the 2 it broke outside the sample" in record.reason
 
 
 async def test_a_repair_that_gave_back_most_of_its_parents_gain_is_dropped_before_the_gate():
@@ -127,7 +136,7 @@ async def test_a_repair_that_gave_back_most_of_its_parents_gain_is_dropped_befor
     parent = {**INCUMBENT, "t0": [1.0], "t1": [1.0], "t2": [1.0], "t3": [1.0], "t9": [0.0]}
     repair = Candidate(t0=1.0)
 
-    record = await race(ORDER, INCUMBENT, repair, first=3, parent=parent)
+    record = await race(ORDER, INCUMBENT, repair, first=3, repair=Repair(parent))
 
     assert record.candidate_mean > record.incumbent_mean
     assert not record.passed and record.stopped == "fell_behind" and len(record.rounds) == 4
@@ -138,6 +147,6 @@ async def test_a_repair_that_kept_most_of_its_parents_gain_goes_to_the_gate():
     parent = {**INCUMBENT, "t0": [1.0], "t1": [1.0], "t2": [1.0], "t3": [1.0], "t9": [0.0]}
     repair = Candidate(t0=1.0, t1=1.0, t2=1.0)  # one win given back, the break mended
 
-    record = await race(ORDER, INCUMBENT, repair, first=3, parent=parent)
+    record = await race(ORDER, INCUMBENT, repair, first=3, repair=Repair(parent))
 
     assert record.passed and record.stopped == "ahead"
