@@ -26,11 +26,13 @@ edits counted apart), how many of its proposals passed the screen, and the secon
 
 `--cache DIR` keeps the answer cache in DIR instead of a fresh one per scenario: a second run that scores
 the same start (the LLM proposer's run after the default one) then replays the start's episodes.
+`--keep DIR` copies each run's store and harness repo to DIR/<world>-<scenario> when it ends, to read its
+episodes and candidates afterwards (`optimize history`, `optimize show`, or plain SQL).
 
 Run: python benchmarks/optimize.py [--world helpdesk] [--scenario default --scenario recovery]
      [--model local/gemma-3-270m] [--max-minutes 45] [--objective tokens] [--tolerance 0.05]
      [--models local/gemma-3-270m,local/smollm2-135m] [--operator choose_model]
-     [--proposer reflect|rewrite|off] [--proposer-model MODEL] [--no-operators] [--cache DIR]
+     [--proposer reflect|rewrite|off] [--proposer-model MODEL] [--no-operators] [--cache DIR] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -169,6 +171,7 @@ async def scenario(
     objective: str = "quality",
     options: dict[str, Any] | None = None,
     kept_cache: Path | None = None,
+    keep: Path | None = None,
 ) -> Outcome:
     harness_dir, suite_dir = SHIPPED[world]
     with tempfile.TemporaryDirectory(prefix="atoll-bench-") as scratch:
@@ -205,6 +208,11 @@ async def scenario(
         val_start, test_start = await scores(start, suite_path, store, model, objective)
         val_final, test_final = await scores(final, suite_path, store, model, objective)
         store.close()
+        if keep is not None:
+            kept = keep / f"{world}-{name}"
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(root, kept, symlinks=True, ignore=shutil.ignore_patterns("cache"))
+            console.print(f"kept the run's store and harness repo in {kept}")
         recovered = recovered_mean = None
         if shipped_test is not None:
             recovered = won_back(shipped_test.pass1, test_start.pass1, test_final.pass1)
@@ -374,6 +382,7 @@ def main() -> None:
     parser.add_argument("--proposer-model", help="as `optimize run`: the proposer's model")
     parser.add_argument("--no-operators", action="store_true", help="the LLM proposer alone proposes")
     parser.add_argument("--cache", type=Path, help="keep the answer cache here (default: a fresh one)")
+    parser.add_argument("--keep", type=Path, help="copy each run's store and harness repo here when it ends")
     args = parser.parse_args()
     options: dict[str, Any] = {}
     if args.proposer:
@@ -392,7 +401,17 @@ def main() -> None:
     worlds = [w for w in (args.world or sorted(SHIPPED)) if (ROOT / SHIPPED[w][0]).exists()]
     outcomes = [
         asyncio.run(
-            scenario(world, name, args.model, args.max_minutes, console, args.objective, options, args.cache)
+            scenario(
+                world,
+                name,
+                args.model,
+                args.max_minutes,
+                console,
+                args.objective,
+                options,
+                args.cache,
+                args.keep,
+            )
         )
         for world in worlds
         for name in (args.scenario or ["default", "recovery"])
