@@ -401,9 +401,10 @@ class Optimization:
 
         A winner is vetoed for tasks it broke on val, which the search never sees; the train tasks it broke
         are what a repair can be told of and raced on. On the 1.5B model made to call first, the sample of
-        16 held one, and the swap that mended the two vetoed refusals played all 16 as its parent did. The
-        rest of train is played once per harness (31 tasks: about 2 minutes for an agent that answers
-        straight away, 7 for one that acts); its passing episodes are also a repair's demo sources."""
+        16 held one of them, and a demo swap that went on to mend a vetoed refusal played all 16 as its
+        parent did. The rest of train is played once per harness, so once per link of a repair chain (31
+        tasks: about 2 minutes for an agent that answers straight away, 7 for one that acts); its passing
+        episodes are also a repair's demo sources."""
         pairs = [(await self.evaluations.train(parent), await self.evaluations.train(incumbent))]
         rest = await self.evaluations.rest_of_train(parent)
         if rest is not None:

@@ -171,10 +171,10 @@ async def race(
     changed none of three refund tasks in round one, and was dropped before the race reached a refusal).
     Only having played every task exactly as its parent did, and mended none of the train tasks outside
     the sample that its parent broke, stops it so: it is its parent again, which the rule has refused.
-    Nor does one that kept less than half of its
-    parent's gain over the incumbent go on: a demo copied onto every kind of request gave back five of its
-    parent's seven train wins (0.466 -> 0.542 for the parent, 0.489 for it) and then, on val, nearly all
-    of its parent's gain, a 12-minute val pass spent to learn it.
+    Nor does one that kept less than half of its parent's gain over the incumbent go on: a demo copied
+    onto every kind of request gave back five of its parent's seven train wins (0.466 -> 0.542 for the
+    parent, 0.489 for it) and then, on val, nearly all of its parent's gain, a 12-minute val pass spent
+    to learn it.
 
     With `costs` (a run lowering cost, latency or tokens) the race asks instead: is quality within
     the tolerance of the incumbent's, and is the objective lower on the tasks seen? Unchanged
