@@ -32,6 +32,7 @@ def default_operators() -> list[Any]:
         TuneRetrieval(),
         AddDemo(),
         CallingDemos(),
+        ProjectResults(),
         ReorderDemos(),
         DropDemo(),
         ExposeTool(),

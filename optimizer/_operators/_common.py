@@ -115,14 +115,23 @@ def fitting_agent(context: ProposalContext, task: Any) -> str | None:
     return next((a for a in agents if needed <= set(context.harness.tools.get(a, {}))), None)
 
 
-def reference_demo(context: ProposalContext, task: Any) -> dict[str, Any] | None:
-    """A train task's reference solution as a demo, replayed for its results; None if it fails to replay.
-    The agent shown it must have every tool it calls (see `fitting_agent`)."""
+def reference_log(context: ProposalContext, task: Any) -> list[Any] | None:
+    """A train task's reference solution replayed on its fixture: each call with its result (world
+    CallRecords); None when a call fails (the suite check reports that, not a proposer)."""
     from atoll.evals import ReferenceFailed, replay_calls
 
     try:
         log, _ = replay_calls(context.harness.world, task.fixture, 0, task.clock, task.reference)
     except ReferenceFailed:
+        return None
+    return log
+
+
+def reference_demo(context: ProposalContext, task: Any) -> dict[str, Any] | None:
+    """A train task's reference solution as a demo, replayed for its results; None if it fails to replay.
+    The agent shown it must have every tool it calls (see `fitting_agent`)."""
+    log = reference_log(context, task)
+    if log is None:
         return None
     steps: list[dict[str, Any]] = [{"user": task.user.message}]
     for record in log:

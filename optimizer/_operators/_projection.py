@@ -5,7 +5,12 @@ shipment and note), and every field is prompt the model reads and a long result 
 limits.observation_chars, sometimes before the part that matters. The evidence is what passing
 train episodes did with each result: a field is used when its value (a text or a number that is
 not trivial) shows up later in that episode, in the arguments of a call or in a reply of the same
-agent. The operator shows only the fields some passing episode used; it never hides one that was.
+agent. Train tasks' reference solutions, replayed on their fixtures, are evidence too: a field is used
+when a later reference call passes its value on, or the task expects it said (`reply_contains`, a
+grader's arguments). On a model that passes few tasks the references are most of the evidence: on the
+1.5B model a customer search's city and state, which no request needed, were read out to a caller
+who had not proven who they were. The operator shows only the fields something used; it never hides
+one that was.
 """
 
 from __future__ import annotations
@@ -19,14 +24,16 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from atoll.harnesses import project_fields, tool_specs
+from atoll.harnesses import content_hash, project_fields, tool_specs
 
 from .._proposal import Proposal, ProposalContext
-from ._common import Edit, Operator, flow
+from ._common import Edit, Operator, flow, reference_log
 
-MIN_EPISODES = 2  # passing episodes that call the tool: fewer is no evidence of what it needs
+MIN_EPISODES = 2  # passing episodes and references that call the tool: fewer is no evidence of what it needs
+OPTIONS = 3  # projections offered in turn, the biggest saving first, as the run tries them
 _MIN_TEXT = 3  # shorter texts ("WI", "ok") turn up anywhere
 _MIN_NUMBER = 10  # so do small numbers (a quantity of 1, a 0.0 fee), unless they have a fraction
+_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})[T ]\d")
 
 # Events after a result that may carry its values on: the same agent's calls and what it says.
 _CALLS = ("tool_call", "delegate")
@@ -57,7 +64,10 @@ def _forms(value: Any) -> list[str]:
             return [str(int(value)), f"{value:.2f}"]
         return [repr(value), f"{value:.2f}"]
     if isinstance(value, str) and len(value.strip()) >= _MIN_TEXT:
-        return [value.strip()]
+        text = value.strip()
+        spoken = text.replace("_", " ")  # a status `out_for_delivery` is said "out for delivery"
+        day = _DAY.match(text)  # a timestamp is said by its date
+        return list(dict.fromkeys([text, spoken, *([day.group(1)] if day else [])]))
     return []
 
 
@@ -104,6 +114,8 @@ class _Evidence:
 
     shown: list[Any] = field(default_factory=list)  # each ok result, as the agent read it
     episodes: set[int] = field(default_factory=set)
+    references: set[int] = field(default_factory=set)  # train tasks' references that call the tool
+    unused_references: int = 0  # reference calls of it whose result nothing later used
     seen: dict[str, None] = field(default_factory=dict)  # every leaf path the results had, in order
     used: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))  # leaf -> episodes
 
@@ -129,7 +141,50 @@ def gather(context: ProposalContext) -> dict[tuple[str, str], _Evidence]:
                 found.seen.setdefault(path)
                 if _appears(value, later[event.agent][i]):
                     found.used[path].add(number)
+    _gather_references(context, specs, evidence, start=len(context.passing_episodes))
     return evidence
+
+
+def _gather_references(
+    context: ProposalContext,
+    specs: dict[tuple[str, str], Any],
+    evidence: dict[tuple[str, str], _Evidence],
+    start: int,
+) -> None:
+    """What train tasks' reference solutions did with each lookup's result, for every agent offered it: a value
+    a later reference call passes on, or the task expects said, is used, unless the call's own arguments or
+    the user already gave it (then the result is not where it came from)."""
+    offered: dict[str, list[Any]] = defaultdict(list)
+    for (agent, tool), spec in specs.items():
+        offered[tool].append((agent, spec))
+    for number, task in enumerate(context.train_tasks, start=start):
+        log = reference_log(context, task) if task.reference else None
+        told = [task.user.message, *task.user.replies]
+        for i, record in enumerate(log or []):
+            # A write's result confirms what was done, which is said, and a reference never says it.
+            if not record.ok or record.tool not in offered or context.harness.world.tools[record.tool].writes:
+                continue
+            later = [t for call in log[i + 1 :] for t in _texts(call.arguments)]
+            passed_on = "\n".join([*later, *_expected(task)]).casefold()
+            known = "\n".join([*_texts(record.arguments), *told]).casefold()
+            for agent, spec in offered[record.tool]:
+                shown = spec.shown(record.value)
+                found = evidence[(agent, spec.name)]
+                found.shown.append(shown)
+                found.references.add(number)
+                used = False
+                for path, value in leaves(shown):
+                    found.seen.setdefault(path)
+                    if _appears(value, passed_on) and not _appears(value, known):
+                        found.used[path].add(number)
+                        used = True
+                found.unused_references += not used
+
+
+def _expected(task: Any) -> list[str]:
+    """What a task expects the agent to say: its `reply_contains` and the texts its graders are given
+    (not `reply_excludes`: what must not be said is no reason to show a field)."""
+    return [*task.expect.reply_contains, *(t for grader in task.expect.graders for t in _texts(grader.args))]
 
 
 def _specs(context: ProposalContext) -> dict[tuple[str, str], Any]:
@@ -188,6 +243,7 @@ class _Option:
     fields: list[str]
     calls: int
     episodes: int
+    references: int
     hidden: int  # leaf paths hidden
     saved: int  # result characters hidden, over every passing call
     counts: dict[str, int]  # field -> passing episodes that used it
@@ -198,7 +254,11 @@ def options(context: ProposalContext) -> list[_Option]:
     """Every projection the evidence supports, the biggest saving first."""
     found = []
     for (agent, tool), evidence in sorted(gather(context).items()):
-        if len(evidence.episodes) < MIN_EPISODES or not evidence.used:
+        if len(evidence.episodes) + len(evidence.references) < MIN_EPISODES or not evidence.used:
+            continue
+        if len(evidence.episodes) < MIN_EPISODES and evidence.unused_references:
+            # A reference shows the calls a task needs, never its reply: a result it leaves unused may have
+            # been for saying. On references alone, only a tool whose every result is passed on is projected.
             continue
         current = context.harness.tools[agent][tool].fields
         fields = choose_fields(evidence.seen, evidence.used, current)
@@ -216,6 +276,7 @@ def options(context: ProposalContext) -> list[_Option]:
                 fields=fields,
                 calls=len(evidence.shown),
                 episodes=len(evidence.episodes),
+                references=len(evidence.references),
                 hidden=len(evidence.seen.keys() - _shown_paths(evidence.seen, fields)),
                 saved=saved,
                 counts=counts,
@@ -226,28 +287,45 @@ def options(context: ProposalContext) -> list[_Option]:
 
 
 class ProjectResults(Operator):
-    """Show an agent only the result fields of a tool that passing train episodes used (tools.yaml
-    `fields`), for the tool where that hides the most characters; the world still returns all."""
+    """Show an agent only the result fields of a tool that passing train episodes or reference solutions
+    used (tools.yaml `fields`), for the tool where that hides the most characters and this run has not
+    tried it; the world still returns all. Aimed at the failing train tasks whose agent read the tool."""
 
     name = "project_results"
 
     async def propose(self, context: ProposalContext) -> Proposal | None:
         if context.harness is None:
             return None
-        found = options(context)
-        if not found:
-            return None
-        best = found[0]
-        edit = Edit(context)
-        entries = edit._mapping(best.agent)
-        if not isinstance(entries.get(best.tool), dict):
-            entries[best.tool] = CommentedMap()
-        entries[best.tool]["fields"] = flow(best.fields)
-        per_field = ", ".join(f"{f} {best.counts[f]}" for f in best.fields)
-        rationale = (
-            f"{best.tool} for agent {best.agent!r}: show {', '.join(best.fields)} (used by {best.users} of "
-            f"{best.episodes} passing train episodes that call it, in a later call or reply; per field: "
-            f"{per_field}); hides {best.hidden} field{'s' if best.hidden != 1 else ''}, "
-            f"~{round(best.saved / best.calls)} characters per call."
+        for option in options(context)[:OPTIONS]:
+            proposal = _projection(context, option)
+            if proposal is not None and content_hash(proposal.files) not in context.tried:
+                return proposal
+        return None
+
+
+def _projection(context: ProposalContext, option: _Option) -> Proposal | None:
+    edit = Edit(context)
+    entries = edit._mapping(option.agent)
+    if not isinstance(entries.get(option.tool), dict):
+        entries[option.tool] = CommentedMap()
+    entries[option.tool]["fields"] = flow(option.fields)
+    per_field = ", ".join(f"{f} {option.counts[f]}" for f in option.fields)
+    sources = " and ".join(
+        what
+        for count, what in (
+            (option.episodes, "passing train episodes"),
+            (option.references, "reference solutions"),
         )
-        return edit.proposal(self.name, rationale)
+        if count
+    )
+    rationale = (
+        f"{option.tool} for agent {option.agent!r}: show {', '.join(option.fields)} (used by {option.users} of "
+        f"the {option.episodes + option.references} {sources} that call it, in a later call or reply; per field: {per_field}); hides "
+        f"{option.hidden} field{'s' if option.hidden != 1 else ''}, ~{round(option.saved / option.calls)} "
+        "characters per call."
+    )
+    proposal = edit.proposal(ProjectResults.name, rationale)
+    if proposal is not None:
+        called = f"[{option.agent}] call {option.tool} "
+        proposal.targets = [f.task_id for f in context.failures if called in f.transcript]
+    return proposal

@@ -1,5 +1,6 @@
-"""ProjectResults: learn from passing train episodes which result fields each agent used, and show it
-only those (tools.yaml `fields`), for the tool where that hides the most.
+"""ProjectResults: learn from passing train episodes and train tasks' reference solutions which result
+fields each agent used, and show it only those (tools.yaml `fields`), for the tool where that hides the
+most.
 
 The episodes are real runs of a helpdesk desk harness under scripted models, so their results are
 the world's: a field is used when its value turns up later in the same agent's calls or replies.
@@ -17,13 +18,13 @@ from typing import Any
 import pytest
 import yaml
 
-from atoll.evals import EpisodeResult, Grade, load_suite
-from atoll.harnesses import Harness, ScriptedUser, run_episode
+from atoll.evals import EpisodeResult, Grade, Task, load_suite
+from atoll.harnesses import Harness, ScriptedUser, content_hash, run_episode
 from atoll.harnesses._tools import project
 from atoll.harnesses.models import ScriptedModel
-from atoll.optimizer import ProposalContext
+from atoll.optimizer import FailureReport, ProposalContext
 from atoll.optimizer._operators import ProjectResults
-from atoll.optimizer._operators._projection import choose_fields, gather, leaves
+from atoll.optimizer._operators._projection import _appears, choose_fields, gather, leaves, options
 from atoll.worlds import get_world
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -152,7 +153,7 @@ def test_it_shows_only_the_fields_passing_episodes_used_and_never_hides_one():
         kept = {path for value in evidence.shown for path, _ in leaves(project(value, fields))}
         assert set(evidence.used) <= kept
     assert proposal.rationale.startswith("get_order for agent 'desk': show id, status, ")
-    assert "(used by 3 of 3 passing train episodes that call it" in proposal.rationale
+    assert "(used by 3 of the 3 passing train episodes that call it" in proposal.rationale
     assert re.search(r"hides \d+ fields, ~\d+ characters per call\.$", proposal.rationale)
     assert "refundable 1" in proposal.rationale and "id 2" in proposal.rationale
 
@@ -222,7 +223,7 @@ def test_a_sub_agents_answer_to_its_caller_counts_as_use():
     proposal = asyncio.run(ProjectResults().propose(context(harness, episodes)))
     assert proposed_tools(proposal)["refunds"]["get_order"]["fields"] == ["items.refund_value"]
     assert proposal.rationale.startswith(
-        "get_order for agent 'refunds': show items.refund_value (used by 2 of 2"
+        "get_order for agent 'refunds': show items.refund_value (used by 2 of the 2"
     )
 
 
@@ -263,7 +264,115 @@ def test_on_real_train_episodes_the_projected_harness_still_passes(suite: Any):
     proposal = asyncio.run(ProjectResults().propose(ctx))
 
     assert proposed_tools(proposal)["desk"]["get_order"] == {"fields": ["id"]}
-    assert "(used by 2 of 2 passing train episodes" in proposal.rationale
+    assert "(used by 2 of the 4 passing train episodes and reference solutions" in proposal.rationale
     after = context_for(proposal.files, suite)
     assert sorted(r.task_id for r in after.passing_episodes) == ["note-1003", "note-1004"]
     assert asyncio.run(ProjectResults().propose(after)) is None
+
+
+def train_task(task_id: str, message: str, reference: list[dict[str, Any]], **expect: Any) -> Task:
+    return Task.model_validate(
+        {
+            "id": task_id,
+            "split": "train",
+            "fixture": "small_shop",
+            "user": {"message": message},
+            "reference": reference,
+            "expect": {"no_other_writes": True, **expect},
+        }
+    )
+
+
+IDENTITY_TASKS = [
+    train_task(
+        "verify-by-pin",
+        "I'm grace.liu@gmail.com, PIN 5530: please verify me.",
+        [
+            {"find_customer": {"email": "grace.liu@gmail.com"}},
+            {"verify_identity": {"customer_id": "CUS-0029", "support_pin": "5530"}},
+        ],
+    ),
+    train_task(
+        "verify-by-facts",
+        "Grace Liu here (grace.liu@gmail.com), born 1991-12-05, ZIP 98107: verify me please.",
+        [
+            {"find_customer": {"email": "grace.liu@gmail.com"}},
+            {
+                "verify_identity": {
+                    "customer_id": "CUS-0029",
+                    "date_of_birth": "1991-12-05",
+                    "zip_code": "98107",
+                }
+            },
+        ],
+    ),
+    train_task(
+        "status", "Where is ORD-1003?", [{"get_order": {"order_id": "ORD-1003"}}], reply_contains=["shipped"]
+    ),
+]
+
+
+def reference_context(harness: Harness, tasks: list[Task], **fields: Any) -> ProposalContext:
+    return context(harness, []).model_copy(update={"train_tasks": tasks, **fields})
+
+
+def test_reference_solutions_are_evidence_for_a_lookup_whose_every_result_is_passed_on():
+    """With no passing episode at all, the references show what a customer search is for: its id, which
+    the next call passes on. An order lookup the status reference leaves unused (its reply is not part of
+    a reference) is not projected on references alone."""
+    harness = Harness.from_files(files(), world=HELPDESK)
+    failing = FailureReport(
+        task_id="verify-by-pin",
+        score=0.0,
+        user_message="",
+        transcript='[desk] call find_customer {"email": "grace.liu@gmail.com"}\n[desk] assistant: You live in Seattle.',
+        diff="{}",
+        feedback=["the reply said what it must not"],
+    )
+    ctx = reference_context(harness, IDENTITY_TASKS, failures=[failing])
+    proposal = asyncio.run(ProjectResults().propose(ctx))
+    assert proposed_tools(proposal)["desk"] == {
+        "get_order": None,
+        "find_customer": {"fields": ["id"]},
+        "track_shipment": None,
+    }
+    assert "(used by 2 of the 2 reference solutions that call it" in proposal.rationale
+    assert proposal.targets == ["verify-by-pin"]  # the failing task whose agent read the search
+
+
+def test_a_value_the_user_or_the_call_gave_is_no_evidence_of_reading_the_result():
+    """verify_identity's result repeats the customer id it was given; the search's email is what the user
+    typed. Neither shows the agent needed the field."""
+    harness = Harness.from_files(files({"find_customer": None, "verify_identity": None}), world=HELPDESK)
+    found = {o.tool: o.fields for o in options(reference_context(harness, IDENTITY_TASKS))}
+    assert found == {"find_customer": ["id"]}
+
+
+def test_a_tried_projection_gives_way_to_the_next_option():
+    harness = Harness.from_files(files(), world=HELPDESK)
+    episodes = [status_episode(harness, "ORD-1003"), status_episode(harness, "ORD-1005")]
+    ctx = reference_context(harness, IDENTITY_TASKS, passing_episodes=episodes)
+    first = asyncio.run(ProjectResults().propose(ctx))
+    assert set(proposed_tools(first)["desk"]["get_order"]) == {"fields"}  # the biggest saving
+    again = ctx.model_copy(update={"tried": frozenset({content_hash(first.files)})})
+    second = asyncio.run(ProjectResults().propose(again))
+    assert proposed_tools(second)["desk"] == {
+        "get_order": None,
+        "find_customer": None,
+        "track_shipment": {"fields": ["order_id", "status", "events.status"]},
+    }
+    both = again.model_copy(update={"tried": again.tried | {content_hash(second.files)}})
+    third = asyncio.run(ProjectResults().propose(both))
+    assert proposed_tools(third)["desk"]["find_customer"] == {"fields": ["id"]}
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("out_for_delivery", "It is out for delivery today."),
+        ("2026-02-23T14:05:00", "It was delivered on 2026-02-23."),
+        ("2026-02-23 14:05:00", "It was delivered on 2026-02-23."),
+    ],
+)
+def test_a_value_counts_as_said_the_way_a_reply_says_it(value: str, said: str):
+    assert _appears(value, said.casefold())

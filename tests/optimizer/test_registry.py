@@ -154,7 +154,8 @@ def test_a_parent_strategy_of_ones_own_is_asked_for_every_proposal(tmp_path: Pat
 def test_a_run_that_lowers_cost_uses_the_cost_levers_and_can_name_any_lever() -> None:
     quality = {operator.name for operator in make_operators()}
     cheaper = {operator.name for operator in make_operators(objective="tokens")}
-    assert "trim_max_tokens" in cheaper and "project_results" in cheaper and not quality & cheaper
+    # What an agent reads is both: fewer tokens, and on a small model fewer fields to read out or misread.
+    assert "trim_max_tokens" in cheaper and quality & cheaper == {"project_results"}
     assert [operator.name for operator in make_operators(["trim_turns", "add_rule"])] == [
         "trim_turns",
         "add_rule",
