@@ -297,10 +297,12 @@ def test_redacting_a_mebibyte_of_adversarial_text_is_well_under_a_second(
     records: RecordStore, name: str
 ) -> None:
     body = chat(user(ADVERSARIAL[name]))
-    started = time.perf_counter()
+    # CPU seconds, not wall-clock: what it guards is a pattern that backtracks for minutes, and on two
+    # cores shared with another job a second of wall-clock is not a second of work.
+    started = time.process_time()
     records.add(new(body, answer("ok")))
-    took = time.perf_counter() - started
-    assert took < 1.0, f"{name}: {took:.2f} s to redact and store 1 MiB"
+    took = time.process_time() - started
+    assert took < 1.0, f"{name}: {took:.2f} CPU s to redact and store 1 MiB"
 
 
 def test_adding_a_record_stays_well_under_a_millisecond(records: RecordStore) -> None:
