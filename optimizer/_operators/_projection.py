@@ -288,19 +288,23 @@ def options(context: ProposalContext) -> list[_Option]:
 
 class ProjectResults(Operator):
     """Show an agent only the result fields of a tool that passing train episodes or reference solutions
-    used (tools.yaml `fields`), for the tool where that hides the most characters and this run has not
-    tried it; the world still returns all. Aimed at the failing train tasks whose agent read the tool."""
+    used (tools.yaml `fields`); the world still returns all. Of the three projections that hide the most
+    characters, those this run has not tried: for cost the biggest saving, for quality the one aimed at
+    the most failing train tasks (those whose agent read the tool)."""
 
     name = "project_results"
 
     async def propose(self, context: ProposalContext) -> Proposal | None:
         if context.harness is None:
             return None
-        for option in options(context)[:OPTIONS]:
-            proposal = _projection(context, option)
-            if proposal is not None and content_hash(proposal.files) not in context.tried:
-                return proposal
-        return None
+        made = [_projection(context, option) for option in options(context)[:OPTIONS]]
+        fresh = [p for p in made if p is not None and content_hash(p.files) not in context.tried]
+        if context.objective != "quality":
+            return fresh[0] if fresh else None
+        # For quality, the projection that changes what the most failing episodes read: in a repair of a
+        # winner that broke six identity tasks, all six read the customer search and none the tracking
+        # lookup, whose projection would have hidden more characters.
+        return max(fresh, key=lambda p: len(p.targets), default=None)
 
 
 def _projection(context: ProposalContext, option: _Option) -> Proposal | None:

@@ -376,3 +376,22 @@ def test_a_tried_projection_gives_way_to_the_next_option():
 )
 def test_a_value_counts_as_said_the_way_a_reply_says_it(value: str, said: str):
     assert _appears(value, said.casefold())
+
+
+def test_for_quality_the_projection_aimed_at_the_most_failing_tasks_goes_first_for_cost_the_biggest():
+    harness = Harness.from_files(files(), world=HELPDESK)
+    episodes = [status_episode(harness, "ORD-1003"), status_episode(harness, "ORD-1005")]
+    searched = FailureReport(
+        task_id="verify-by-facts",
+        score=0.0,
+        user_message="",
+        transcript='[desk] call find_customer {"email": "grace.liu@gmail.com"}',
+        diff="{}",
+        feedback=["expected the agent to decline"],
+    )
+    ctx = reference_context(harness, IDENTITY_TASKS, passing_episodes=episodes, failures=[searched])
+    quality = asyncio.run(ProjectResults().propose(ctx))
+    assert proposed_tools(quality)["desk"]["find_customer"] == {"fields": ["id"]}
+    assert quality.targets == ["verify-by-facts"]
+    cheaper = asyncio.run(ProjectResults().propose(ctx.model_copy(update={"objective": "tokens"})))
+    assert set(proposed_tools(cheaper)["desk"]["get_order"]) == {"fields"}
