@@ -30,7 +30,7 @@ from .._proposal import Proposal, ProposalContext
 from ._common import Edit, Operator, flow, reference_log
 
 MIN_EPISODES = 2  # passing episodes and references that call the tool: fewer is no evidence of what it needs
-OPTIONS = 3  # projections offered in turn, the biggest saving first, as the run tries them
+OPTIONS = 3  # the projections hiding the most that are offered, each once the run has tried those before
 _MIN_TEXT = 3  # shorter texts ("WI", "ok") turn up anywhere
 _MIN_NUMBER = 10  # so do small numbers (a quantity of 1, a 0.0 fee), unless they have a fraction
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})[T ]\d")
@@ -151,9 +151,9 @@ def _gather_references(
     evidence: dict[tuple[str, str], _Evidence],
     start: int,
 ) -> None:
-    """What train tasks' reference solutions did with each lookup's result, for every agent offered it: a value
-    a later reference call passes on, or the task expects said, is used, unless the call's own arguments or
-    the user already gave it (then the result is not where it came from)."""
+    """What train tasks' reference solutions did with each lookup's result, for every agent offered it: a
+    value a later reference call passes on, or the task expects said, is used, unless the call's own
+    arguments or the user already gave it (then the result is not where it came from)."""
     offered: dict[str, list[Any]] = defaultdict(list)
     for (agent, tool), spec in specs.items():
         offered[tool].append((agent, spec))
@@ -246,8 +246,8 @@ class _Option:
     references: int
     hidden: int  # leaf paths hidden
     saved: int  # result characters hidden, over every passing call
-    counts: dict[str, int]  # field -> passing episodes that used it
-    users: int  # passing episodes that used any of the fields
+    counts: dict[str, int]  # field -> passing episodes and references that used it
+    users: int  # passing episodes and references that used any of the fields
 
 
 def options(context: ProposalContext) -> list[_Option]:
@@ -323,10 +323,10 @@ def _projection(context: ProposalContext, option: _Option) -> Proposal | None:
         if count
     )
     rationale = (
-        f"{option.tool} for agent {option.agent!r}: show {', '.join(option.fields)} (used by {option.users} of "
-        f"the {option.episodes + option.references} {sources} that call it, in a later call or reply; per field: {per_field}); hides "
-        f"{option.hidden} field{'s' if option.hidden != 1 else ''}, ~{round(option.saved / option.calls)} "
-        "characters per call."
+        f"{option.tool} for agent {option.agent!r}: show {', '.join(option.fields)} (used by {option.users} "
+        f"of the {option.episodes + option.references} {sources} that call it, in a later call or reply; "
+        f"per field: {per_field}); hides {option.hidden} field{'s' if option.hidden != 1 else ''}, "
+        f"~{round(option.saved / option.calls)} characters per call."
     )
     proposal = edit.proposal(ProjectResults.name, rationale)
     if proposal is not None:
