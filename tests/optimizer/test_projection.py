@@ -312,6 +312,14 @@ IDENTITY_TASKS = [
 ]
 
 
+def searched(task_id: str, *after: str) -> FailureReport:
+    """A failing train episode in which the desk searched for a customer."""
+    transcript = ['[desk] call find_customer {"email": "grace.liu@gmail.com"}', *after]
+    return FailureReport(
+        task_id=task_id, score=0.0, user_message="", transcript="\n".join(transcript), diff="{}", feedback=[]
+    )
+
+
 def reference_context(harness: Harness, tasks: list[Task], **fields: Any) -> ProposalContext:
     return context(harness, []).model_copy(update={"train_tasks": tasks, **fields})
 
@@ -321,14 +329,7 @@ def test_reference_solutions_are_evidence_for_a_lookup_whose_every_result_is_pas
     the next call passes on. An order lookup the status reference leaves unused (its reply is not part of
     a reference) is not projected on references alone."""
     harness = Harness.from_files(files(), world=HELPDESK)
-    failing = FailureReport(
-        task_id="verify-by-pin",
-        score=0.0,
-        user_message="",
-        transcript='[desk] call find_customer {"email": "grace.liu@gmail.com"}\n[desk] assistant: You live in Seattle.',
-        diff="{}",
-        feedback=["the reply said what it must not"],
-    )
+    failing = searched("verify-by-pin", "[desk] assistant: You live in Seattle.")
     ctx = reference_context(harness, IDENTITY_TASKS, failures=[failing])
     proposal = asyncio.run(ProjectResults().propose(ctx))
     assert proposed_tools(proposal)["desk"] == {
@@ -381,15 +382,9 @@ def test_a_value_counts_as_said_the_way_a_reply_says_it(value: str, said: str):
 def test_for_quality_the_projection_aimed_at_the_most_failing_tasks_goes_first_for_cost_the_biggest():
     harness = Harness.from_files(files(), world=HELPDESK)
     episodes = [status_episode(harness, "ORD-1003"), status_episode(harness, "ORD-1005")]
-    searched = FailureReport(
-        task_id="verify-by-facts",
-        score=0.0,
-        user_message="",
-        transcript='[desk] call find_customer {"email": "grace.liu@gmail.com"}',
-        diff="{}",
-        feedback=["expected the agent to decline"],
+    ctx = reference_context(
+        harness, IDENTITY_TASKS, passing_episodes=episodes, failures=[searched("verify-by-facts")]
     )
-    ctx = reference_context(harness, IDENTITY_TASKS, passing_episodes=episodes, failures=[searched])
     quality = asyncio.run(ProjectResults().propose(ctx))
     assert proposed_tools(quality)["desk"]["find_customer"] == {"fields": ["id"]}
     assert quality.targets == ["verify-by-facts"]
