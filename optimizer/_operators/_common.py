@@ -6,7 +6,9 @@ train episodes, never val or test tasks; `ProposalContext` refuses anything but 
 
 from __future__ import annotations
 
+import functools
 import io
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -117,14 +119,23 @@ def fitting_agent(context: ProposalContext, task: Any) -> str | None:
 
 def reference_log(context: ProposalContext, task: Any) -> list[Any] | None:
     """A train task's reference solution replayed on its fixture: each call with its result (world
-    CallRecords); None when a call fails (the suite check reports that, not a proposer)."""
-    from atoll.evals import ReferenceFailed, replay_calls
+    CallRecords); None when a call fails (the suite check reports that, not a proposer). Kept per world and
+    solution: every slot asks every operator, and several replay the same references."""
+    calls = json.dumps([call.model_dump() for call in task.reference], sort_keys=True, default=str)
+    log = _replayed(context.harness.world, task.fixture, task.clock, calls)
+    return list(log) if log is not None else None
 
+
+@functools.lru_cache(maxsize=512)
+def _replayed(world: Any, fixture: str, clock: str, calls: str) -> tuple[Any, ...] | None:
+    from atoll.evals import ReferenceCall, ReferenceFailed, replay_calls
+
+    steps = [ReferenceCall.model_validate(call) for call in json.loads(calls)]
     try:
-        log, _ = replay_calls(context.harness.world, task.fixture, 0, task.clock, task.reference)
+        log, _ = replay_calls(world, fixture, 0, clock, steps)
     except ReferenceFailed:
         return None
-    return log
+    return tuple(log)
 
 
 def reference_demo(context: ProposalContext, task: Any) -> dict[str, Any] | None:
